@@ -1,0 +1,227 @@
+"""Cluster capacity and packing jobs onto nodes.
+
+A job's GPUs go on one node (best fit: the node with the fewest free GPUs that still
+holds it, so large holes stay open for large jobs). A job larger than any node takes
+whole free nodes plus a best-fit remainder. Nodes are kept in buckets by free-GPU
+count per pool, so finding a node costs O(GPUs per node), not O(nodes).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from .model import Allocation, NodeSpec, Pool
+
+
+class UnknownNode(KeyError):
+    pass
+
+
+class Cluster:
+    def __init__(self, nodes: Iterable[NodeSpec] = (), pools: Iterable[Pool] = ()):
+        self.pools: dict[str, Pool] = {p.name: p for p in pools}
+        self._capacity: dict[str, int] = {}
+        self._pool_of: dict[str, str] = {}
+        self._free: dict[str, list[int]] = {}  # sorted free GPU indices per node
+        self._busy: dict[str, set[int]] = {}
+        self._fenced: dict[str, set[int]] = {}
+        # pool -> list indexed by free count -> ordered set (dict) of node names
+        self._buckets: dict[str, list[dict[str, None]]] = {}
+        self.total_gpus = 0
+        self.free_gpus = 0
+        for node in nodes:
+            self.add_node(node)
+
+    # --- inventory -------------------------------------------------------------------
+    def add_node(self, node: NodeSpec) -> None:
+        if node.name in self._capacity:
+            raise ValueError(f"node {node.name!r} already in the cluster")
+        if node.gpus < 0:
+            raise ValueError(f"node {node.name!r} has a negative GPU count")
+        if node.pool not in self.pools:
+            self.pools[node.pool] = Pool(node.pool)
+        self._capacity[node.name] = node.gpus
+        self._pool_of[node.name] = node.pool
+        self._free[node.name] = list(range(node.gpus))
+        self._busy[node.name] = set()
+        self._fenced[node.name] = set()
+        buckets = self._buckets.setdefault(node.pool, [])
+        while len(buckets) <= node.gpus:
+            buckets.append({})
+        buckets[node.gpus][node.name] = None
+        self.total_gpus += node.gpus
+        self.free_gpus += node.gpus
+
+    def remove_node(self, name: str) -> None:
+        """Drop a node (spot reclaim, scale-in). The caller first moves its jobs away."""
+        self._require(name)
+        if self._busy[name]:
+            raise ValueError(f"node {name!r} still has GPUs allocated")
+        free = len(self._free[name])
+        del self._buckets[self._pool_of[name]][free][name]
+        self.total_gpus -= self._capacity[name]
+        self.free_gpus -= free
+        for table in (self._capacity, self._pool_of, self._free, self._busy, self._fenced):
+            del table[name]
+
+    def _require(self, name: str) -> None:
+        if name not in self._capacity:
+            raise UnknownNode(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._capacity
+
+    @property
+    def node_names(self) -> list[str]:
+        return list(self._capacity)
+
+    def capacity(self, name: str) -> int:
+        return self._capacity[name]
+
+    def pool_of(self, name: str) -> str:
+        return self._pool_of[name]
+
+    def free_on(self, name: str) -> int:
+        return len(self._free[name])
+
+    def free_ids(self, name: str) -> tuple[int, ...]:
+        return tuple(self._free[name])
+
+    def fenced_on(self, name: str) -> tuple[int, ...]:
+        return tuple(sorted(self._fenced[name]))
+
+    def nodes_in(self, pool: str) -> list[str]:
+        return [n for n, p in self._pool_of.items() if p == pool]
+
+    def pool_gpus(self, pool: str) -> int:
+        return sum(self._capacity[n] for n in self.nodes_in(pool))
+
+    def max_node_gpus(self, pools: Iterable[str] | None = None) -> int:
+        names = self._capacity if pools is None else [n for n in self._capacity if self._pool_of[n] in set(pools)]
+        return max((self._capacity[n] for n in names), default=0)
+
+    def could_ever_fit(self, gpus: int, pools: Iterable[str] | None = None) -> bool:
+        """Would `gpus` fit on an empty cluster (restricted to `pools`)?"""
+        wanted = None if pools is None else set(pools)
+        total = sum(c for n, c in self._capacity.items() if wanted is None or self._pool_of[n] in wanted)
+        return 0 < gpus <= total
+
+    # --- finding room ----------------------------------------------------------------
+    def best_fit(self, gpus: int, pools: Iterable[str] | None = None, exclude: frozenset[str] | set[str] = frozenset()) -> str | None:
+        """The node with the fewest free GPUs that still holds `gpus`, or None."""
+        best: str | None = None
+        best_free = 1 << 30
+        for pool in self._buckets if pools is None else pools:
+            buckets = self._buckets.get(pool)
+            if not buckets:
+                continue
+            for free in range(gpus, min(len(buckets), best_free)):
+                for name in buckets[free]:
+                    if name not in exclude:
+                        best, best_free = name, free
+                        break
+                if best_free == free:
+                    break
+        return best
+
+    def place(self, gpus: int, pools: Iterable[str] | None = None, exclude: frozenset[str] | set[str] = frozenset()) -> Allocation | None:
+        """Where `gpus` GPUs would go now, or None. Does not take them (see `take`)."""
+        if gpus <= 0 or gpus > self.free_gpus:
+            return None
+        pool_list = list(self._buckets) if pools is None else list(pools)
+        node = self.best_fit(gpus, pool_list, exclude)
+        if node is not None:
+            return ((node, tuple(self._free[node][:gpus])),)
+        if gpus <= max((len(self._buckets.get(p) or [0]) - 1 for p in pool_list), default=0):
+            return None  # it fits one node's capacity: wait for one rather than split it
+        # Larger than any node: whole free nodes, largest first, then a best-fit remainder.
+        whole: list[str] = []
+        remaining = gpus
+        candidates = []
+        for pool in pool_list:
+            buckets = self._buckets.get(pool) or []
+            for free in range(len(buckets) - 1, 0, -1):
+                for name in buckets[free]:
+                    if name not in exclude and free == self._capacity[name]:
+                        candidates.append((-free, name))
+        candidates.sort()
+        for neg_free, name in candidates:
+            if remaining <= 0:
+                break
+            if -neg_free <= remaining:
+                whole.append(name)
+                remaining += neg_free
+        if remaining > 0:
+            tail = self.best_fit(remaining, pool_list, set(exclude) | set(whole))
+            if tail is None:
+                return None
+            whole.append(tail)
+        if not whole or len(whole) == 1:
+            return None  # a single node would have been found by best_fit
+        alloc = []
+        left = gpus
+        for name in whole:
+            n = min(left, len(self._free[name]))
+            alloc.append((name, tuple(self._free[name][:n])))
+            left -= n
+        return tuple(alloc)
+
+    # --- taking and giving back --------------------------------------------------------
+    def _move(self, name: str, old_free: int) -> None:
+        buckets = self._buckets[self._pool_of[name]]
+        del buckets[old_free][name]
+        buckets[len(self._free[name])][name] = None
+
+    def take(self, allocation: Allocation) -> None:
+        for name, ids in allocation:
+            self._require(name)
+            free = self._free[name]
+            old = len(free)
+            missing = set(ids) - set(free)
+            if missing:
+                raise ValueError(f"GPUs {sorted(missing)} on {name!r} are not free")
+            wanted = set(ids)
+            self._free[name] = [g for g in free if g not in wanted]
+            self._busy[name].update(ids)
+            self.free_gpus -= len(ids)
+            self._move(name, old)
+
+    def release(self, allocation: Allocation) -> None:
+        for name, ids in allocation:
+            if name not in self._capacity:
+                continue  # the node is gone already (spot reclaim)
+            old = len(self._free[name])
+            busy = self._busy[name]
+            back = [g for g in ids if g in busy]
+            busy.difference_update(back)
+            returned = [g for g in back if g not in self._fenced[name]]
+            if returned:
+                self._free[name] = sorted(self._free[name] + returned)
+                self.free_gpus += len(returned)
+                self._move(name, old)
+
+    # --- health fencing ----------------------------------------------------------------
+    def fence(self, name: str, gpu: int) -> None:
+        """Keep a GPU out of placement (e.g. it still holds memory after its job ended)."""
+        self._require(name)
+        fenced = self._fenced[name]
+        if gpu in fenced:
+            return
+        fenced.add(gpu)
+        if gpu in self._free[name]:
+            old = len(self._free[name])
+            self._free[name].remove(gpu)
+            self.free_gpus -= 1
+            self._move(name, old)
+
+    def unfence(self, name: str, gpu: int) -> None:
+        self._require(name)
+        fenced = self._fenced[name]
+        if gpu not in fenced:
+            return
+        fenced.discard(gpu)
+        if gpu not in self._busy[name]:
+            old = len(self._free[name])
+            self._free[name] = sorted(self._free[name] + [gpu])
+            self.free_gpus += 1
+            self._move(name, old)

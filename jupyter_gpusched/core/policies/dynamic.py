@@ -1,0 +1,203 @@
+"""`dynamic`: priority with aging, per-tenant quota + burst with reclaim, and backfill.
+
+One pass walks the queue in aged order (queues.aged_key), twice: first for jobs within
+their tenant's quota, then for jobs that would borrow.
+1. a job whose tenant is at its quota + burst waits (its tenant's larger jobs too);
+2. otherwise it is placed best-fit, borrowing idle GPUs if past its quota;
+3. if it does not fit but is within its quota, borrowers of other tenants are preempted
+   to make room on one node (least work lost first);
+4. else the first such blocked job gets a reservation: the node(s) that will have room
+   for it soonest. Later jobs may not use a reserved node unless their runtime estimate
+   says they end before the reserved job could start there (EASY backfill). The
+   reservation bounds how long a large job can be passed by small ones.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from . import register
+from .base import Policy
+from ..model import Job
+from ..queues import aged_key
+from ..quotas import Admission
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..scheduler import Scheduler
+
+INF = math.inf
+
+
+@register("dynamic")
+class DynamicPolicy(Policy):
+    def __init__(self) -> None:
+        self._reservations: dict[str, tuple[str, ...]] = {}  # queued job id -> nodes held for it
+        self._shadow: dict[str, tuple[str, float]] = {}
+
+    def queue_key(self, config):
+        return aged_key(config.aging_interval)
+
+    @property
+    def reservations(self) -> dict[str, tuple[str, ...]]:
+        return dict(self._reservations)
+
+    def schedule(self, s: Scheduler, now: float) -> None:
+        cluster = s.cluster
+        self._reservations = {
+            jid: nodes
+            for jid, nodes in self._reservations.items()
+            if jid in s.queue and all(n in cluster for n in nodes)
+        }
+        self._shadow = self._shadows(s)  # reserved node -> (owner job id, earliest start there)
+        # Guaranteed shares first, then burst: a job that must borrow is only considered
+        # after every job within its quota, so a pass never lends GPUs it reclaims at once.
+        for phase in (Admission.WITHIN_QUOTA, Admission.BORROW):
+            self._walk(s, now, phase)
+
+    def _walk(self, s: Scheduler, now: float, phase: Admission) -> None:
+        cluster = s.cluster
+        capacity_failed: dict[tuple, int] = {}  # (pools, excluded) -> smallest job that did not fit
+        tenant_blocked: dict[str, int] = {}  # tenant -> smallest job over its limit
+        reclaim_failed = INF
+        for job in s.queue:
+            if cluster.free_gpus == 0 and (phase is Admission.BORROW or not s.borrowers or reclaim_failed <= 1):
+                break
+            g, tenant = job.gpus, job.tenant
+            if g >= tenant_blocked.get(tenant, INF):
+                continue
+            admission = s.ledger.classify(tenant, g)
+            if admission is Admission.OVER_LIMIT:
+                tenant_blocked[tenant] = g
+                if self._reservations.pop(job.id, None):
+                    self._shadow = self._shadows(s)
+                continue
+            if admission is not phase:
+                continue
+            exclude = self._excluded(job, now)
+            key = (job.spec.preemptible, job.spec.gpu_type, exclude)
+            alloc = s.place(job, exclude) if g < capacity_failed.get(key, INF) else None
+            if alloc is None:
+                capacity_failed[key] = min(g, capacity_failed.get(key, INF))
+                if phase is Admission.WITHIN_QUOTA and g < reclaim_failed and s.borrowers:
+                    if self._reclaim(s, job, now, exclude):
+                        alloc = s.place(job, exclude)
+                        capacity_failed.pop(key, None)
+                    else:
+                        reclaim_failed = g
+            if alloc is not None:
+                s.admit(job, alloc, borrowed=admission is Admission.BORROW, now=now)
+                if self._reservations.pop(job.id, None):
+                    self._shadow = self._shadows(s)
+                continue
+            if job.id not in self._reservations and len(self._reservations) < s.config.max_reservations:
+                nodes = self._choose_nodes(s, job)
+                if nodes:
+                    self._reservations[job.id] = nodes
+                    self._shadow = self._shadows(s)
+
+    # --- backfill reservations --------------------------------------------------------
+    def _excluded(self, job: Job, now: float) -> frozenset[str]:
+        shadow = self._shadow
+        if not shadow:
+            return frozenset()
+        est = job.spec.runtime_estimate
+        end = now + est if est is not None else INF
+        return frozenset(n for n, (owner, start) in shadow.items() if owner != job.id and end > start)
+
+    def _shadows(self, s: Scheduler) -> dict[str, tuple[str, float]]:
+        out: dict[str, tuple[str, float]] = {}
+        for jid, nodes in self._reservations.items():
+            job = s.jobs[jid]
+            share = _share(job.gpus, len(nodes))
+            start = max(_ready_time(s, n, min(share, s.cluster.capacity(n))) for n in nodes)
+            for n in nodes:
+                out[n] = (jid, start)
+        return out
+
+    def _choose_nodes(self, s: Scheduler, job: Job) -> tuple[str, ...]:
+        """The node(s) that will have room for `job` soonest (most free now breaks ties)."""
+        held = {n for nodes in self._reservations.values() for n in nodes}
+        pools = {p for group in s.pool_choices(job.spec) for p in group}
+        g = job.gpus
+        fits_one_node = g <= s.cluster.max_node_gpus(pools)
+        ranked = []
+        for order, n in enumerate(s.cluster.node_names):
+            if n in held or s.cluster.pool_of(n) not in pools:
+                continue
+            cap = s.cluster.capacity(n)
+            need = min(g, cap)
+            if fits_one_node and cap < g:
+                continue
+            ranked.append((_ready_time(s, n, need), -s.cluster.free_on(n), order, n))
+        ranked.sort()
+        chosen, total = [], 0
+        for _, _, _, n in ranked:
+            chosen.append(n)
+            total += s.cluster.capacity(n)
+            if total >= g:
+                return tuple(chosen)
+        return ()
+
+    # --- reclaiming borrowed GPUs -----------------------------------------------------------
+    def _reclaim(self, s: Scheduler, job: Job, now: float, exclude: frozenset[str]) -> bool:
+        """Preempt borrowers of other tenants on the one node where that frees room for
+        `job` at the least cost. Jobs larger than a node are not given reclaim."""
+        g = job.gpus
+        pools = {p for group in s.pool_choices(job.spec) for p in group}
+        by_node: dict[str, list[Job]] = {}
+        for b in s.borrowers.values():
+            if b.tenant == job.tenant:
+                continue
+            for node, _ in b.allocation:
+                by_node.setdefault(node, []).append(b)
+        best = None
+        for node, victims in by_node.items():
+            if node in exclude or s.cluster.pool_of(node) not in pools or s.cluster.capacity(node) < g:
+                continue
+            free = s.cluster.free_on(node)
+            victims.sort(key=lambda v: (_work_at_risk(v, now), -v.seq))
+            chosen, lost = [], 0.0
+            for v in victims:
+                if free >= g:
+                    break
+                chosen.append(v)
+                free += sum(len(ids) for n, ids in v.allocation if n == node)
+                lost += _work_at_risk(v, now)
+            if free >= g:
+                cost = (sum(v.gpus for v in chosen), lost, node)
+                if best is None or cost < best[0]:
+                    best = (cost, chosen)
+        if best is None:
+            return False
+        for v in best[1]:
+            s.preempt(v.id, now, f"borrowed GPUs reclaimed for tenant {job.tenant!r}")
+        return True
+
+
+def _share(gpus: int, nodes: int) -> int:
+    return -(-gpus // nodes)
+
+
+def _ready_time(s: Scheduler, node: str, need: int) -> float:
+    """When `node` is projected to have `need` free GPUs, from its jobs' estimated ends."""
+    free = s.cluster.free_on(node)
+    if free >= need:
+        return -INF
+    ends = sorted(
+        (s.projected_end(s.jobs[j]), sum(len(ids) for n, ids in s.jobs[j].allocation if n == node))
+        for j in s.on_node.get(node, ())
+    )
+    for end, gpus in ends:
+        free += gpus
+        if free >= need:
+            return end
+    return INF
+
+
+def _work_at_risk(job: Job, now: float) -> float:
+    """GPU-seconds a preemption would throw away: since its last checkpoint, or its start."""
+    since = job.started_at if job.started_at is not None else now
+    if job.last_checkpoint_at is not None and job.last_checkpoint_at > since:
+        since = job.last_checkpoint_at
+    return (now - since) * job.gpus

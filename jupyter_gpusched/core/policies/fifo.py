@@ -1,0 +1,12 @@
+from __future__ import annotations
+
+from . import register
+from .base import Policy, admit_in_order
+
+
+@register("fifo")
+class FifoPolicy(Policy):
+    """One line for everybody in submit order; the head blocks the rest. No quotas."""
+
+    def schedule(self, s, now):
+        admit_in_order(s, now, per_tenant=False, respect_quota=False)

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from . import register
+from .base import Policy, admit_in_order
+
+
+@register("static")
+class StaticPolicy(Policy):
+    """Fixed per-tenant partitions: each tenant runs FIFO within its quota and never
+    borrows, so a busy tenant waits while another tenant's GPUs sit idle. The baseline."""
+
+    allow_borrowing = False
+
+    def schedule(self, s, now):
+        admit_in_order(s, now, per_tenant=True, respect_quota=True)

@@ -1,0 +1,70 @@
+"""Per-tenant quota and burst.
+
+A tenant's `quota` GPUs are guaranteed. Beyond it a tenant may borrow idle GPUs up to
+`burst` more; a job admitted past the quota is marked borrowed and may be preempted
+(reclaimed) when a tenant still under its quota needs the GPUs back.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Iterable, Mapping
+
+from .model import Tenant
+
+
+class Admission(enum.Enum):
+    WITHIN_QUOTA = "quota"
+    BORROW = "borrow"
+    OVER_LIMIT = "over-limit"
+
+
+class QuotaLedger:
+    def __init__(self, tenants: Iterable[Tenant] = (), allow_borrowing: bool = True, unknown_burst: int | None = None):
+        self.tenants: dict[str, Tenant] = {t.name: t for t in tenants}
+        self.allow_borrowing = allow_borrowing
+        self._unknown_burst = unknown_burst
+        self.used: dict[str, int] = {}
+        self.borrowed: dict[str, int] = {}
+
+    def tenant(self, name: str) -> Tenant:
+        """The tenant's terms; one never configured has no quota and may only borrow."""
+        t = self.tenants.get(name)
+        if t is None:
+            t = self.tenants[name] = Tenant(name, 0, self._unknown_burst)
+        return t
+
+    def limit(self, name: str) -> float:
+        t = self.tenant(name)
+        return t.limit if self.allow_borrowing else t.quota
+
+    def classify(self, name: str, gpus: int) -> Admission:
+        t = self.tenant(name)
+        after = self.used.get(name, 0) + gpus
+        if after <= t.quota:
+            return Admission.WITHIN_QUOTA
+        if self.allow_borrowing and after <= t.limit:
+            return Admission.BORROW
+        return Admission.OVER_LIMIT
+
+    def charge(self, name: str, gpus: int, borrowed: bool) -> None:
+        self.used[name] = self.used.get(name, 0) + gpus
+        if borrowed:
+            self.borrowed[name] = self.borrowed.get(name, 0) + gpus
+
+    def refund(self, name: str, gpus: int, borrowed: bool) -> None:
+        self.used[name] = self.used.get(name, 0) - gpus
+        if borrowed:
+            self.borrowed[name] = self.borrowed.get(name, 0) - gpus
+
+    def snapshot(self) -> Mapping[str, dict]:
+        names = sorted(set(self.tenants) | set(self.used))
+        return {
+            n: {
+                "quota": self.tenant(n).quota,
+                "burst": self.tenant(n).burst,
+                "used": self.used.get(n, 0),
+                "borrowed": self.borrowed.get(n, 0),
+            }
+            for n in names
+        }

@@ -1,0 +1,336 @@
+"""The scheduler: state, the place where decisions are applied, and the driver-facing API.
+
+Drivers (the live service, the simulator, tests) call `submit`, `schedule`, and report
+what happened to jobs (`started`, `finished`, `lost`, `node_lost` ...). Every state change
+goes through `model.transition` and lands in `events` for the driver to persist.
+The policy decides; `admit` and `preempt` below are the only places decisions take effect.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+from .model import (
+    Admit,
+    Allocation,
+    Decision,
+    Event,
+    Job,
+    JobSpec,
+    JobState,
+    NodeSpec,
+    Pool,
+    Preempt,
+    Priority,
+    Tenant,
+    transition,
+)
+from .placement import Cluster
+from .policies import Policy, make_policy
+from .queues import JobQueue, starvation_bound
+from .quotas import QuotaLedger
+
+
+class SpecError(ValueError):
+    """A job spec that can never run here. `field` names the offending input."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+class UnknownJob(KeyError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    aging_interval: float = 3600.0  # seconds a waiting job needs to gain one priority class
+    strict_tenants: bool = False  # reject tenants that were not configured
+    max_reservations: int = 1  # queued jobs that may hold nodes draining for them (backfill)
+
+
+class Scheduler:
+    def __init__(
+        self,
+        cluster: Cluster,
+        tenants: Iterable[Tenant] = (),
+        policy: Policy | str = "dynamic",
+        config: SchedulerConfig | None = None,
+    ):
+        self.cluster = cluster
+        self.config = config or SchedulerConfig()
+        self.policy = make_policy(policy) if isinstance(policy, str) else policy
+        self.ledger = QuotaLedger(tenants, allow_borrowing=self.policy.allow_borrowing)
+        self.jobs: dict[str, Job] = {}
+        self.queue = JobQueue(self.policy.queue_key(self.config))
+        self.active: dict[str, Job] = {}  # ADMITTED or RUNNING: holding GPUs
+        self.borrowers: dict[str, Job] = {}  # active jobs admitted beyond quota
+        self.on_node: dict[str, set[str]] = {n: set() for n in cluster.node_names}
+        self.events: list[Event] = []
+        self._seq = itertools.count()
+        self._decisions: list[Decision] = []
+
+    # --- driver API: jobs in -----------------------------------------------------------
+    def validate(self, spec: JobSpec) -> None:
+        """Raise SpecError if `spec` could never be admitted on this cluster."""
+        if not isinstance(spec.gpus, int) or isinstance(spec.gpus, bool) or spec.gpus < 1:
+            raise SpecError("gpus", "gpus must be a whole number of at least 1")
+        if self.config.strict_tenants and spec.tenant not in self.ledger.tenants:
+            known = ", ".join(sorted(self.ledger.tenants)) or "none configured"
+            raise SpecError("tenant", f"unknown tenant {spec.tenant!r}; known tenants: {known}")
+        pools = [p for group in self.pool_choices(spec) for p in group]
+        if not pools:
+            raise SpecError("gpu_type", f"no pool offers GPU type {spec.gpu_type!r}")
+        if not self.cluster.could_ever_fit(spec.gpus, pools):
+            most = sum(self.cluster.pool_gpus(p) for p in pools)
+            raise SpecError("gpus", f"{spec.gpus} GPUs requested but the cluster has {most} that this job may use")
+        limit = self.ledger.limit(spec.tenant)
+        if spec.gpus > limit:
+            raise SpecError(
+                "gpus",
+                f"{spec.gpus} GPUs requested but tenant {spec.tenant!r} may use at most {int(limit)}",
+            )
+        if spec.max_runtime is not None and not (spec.max_runtime > 0 and math.isfinite(spec.max_runtime)):
+            raise SpecError("max_runtime", "max_runtime must be a positive number of seconds")
+        if spec.max_retries < 0:
+            raise SpecError("max_retries", "max_retries must be 0 or more")
+
+    def submit(self, spec: JobSpec, now: float, job_id: str | None = None) -> Job:
+        self.validate(spec)
+        seq = next(self._seq)
+        job = Job(id=job_id or f"job-{seq}", spec=spec, submitted_at=now, seq=seq)
+        if job.id in self.jobs:
+            raise ValueError(f"duplicate job id {job.id}")
+        self.jobs[job.id] = job
+        self.queue.push(job)
+        self.events.append(Event(job.id, now, None, JobState.QUEUED, "submitted", spec.owner or "user"))
+        return job
+
+    def restore(self, job: Job) -> None:
+        """Re-insert a job read back from a store (service restart). No event is written."""
+        if job.id in self.jobs:
+            raise ValueError(f"duplicate job id {job.id}")
+        self._seq = itertools.count(max(next(self._seq), job.seq + 1))
+        self.jobs[job.id] = job
+        if job.state is JobState.QUEUED:
+            self.queue.push(job)
+        elif job.state.holds_gpus:
+            self._hold(job, job.allocation, job.borrowed)
+
+    # --- driver API: what happened -------------------------------------------------------
+    def get(self, job_id: str) -> Job:
+        try:
+            return self.jobs[job_id]
+        except KeyError:
+            raise UnknownJob(job_id) from None
+
+    def started(self, job_id: str, now: float) -> Job:
+        job = self.get(job_id)
+        self._move(job, JobState.RUNNING, now, "running", "backend")
+        return job
+
+    def finished(self, job_id: str, now: float, ok: bool, reason: str = "") -> Job:
+        job = self.get(job_id)
+        self._release(job, now)
+        dst = JobState.SUCCEEDED if ok else JobState.FAILED
+        self._move(job, dst, now, reason or ("completed" if ok else "failed"), "backend")
+        return job
+
+    def cancel(self, job_id: str, now: float, actor: str = "user", reason: str = "cancelled") -> Job:
+        job = self.get(job_id)
+        if job.state.terminal:
+            raise ValueError(f"job {job_id} already ended ({job.state.value}); nothing to cancel")
+        self.queue.remove(job.id)
+        self._release(job, now)
+        self._move(job, JobState.CANCELLED, now, reason, actor)
+        return job
+
+    def lost(self, job_id: str, now: float, reason: str = "no heartbeat") -> Job:
+        """The job's process vanished. Requeue it if retries remain, else fail it."""
+        job = self.get(job_id)
+        self._release(job, now)
+        self._move(job, JobState.LOST, now, reason, "health")
+        job.lost_count += 1
+        if job.lost_count <= job.spec.max_retries:
+            self._requeue(job, now, f"retry {job.lost_count}/{job.spec.max_retries} after: {reason}")
+        else:
+            self._move(job, JobState.FAILED, now, f"lost {job.lost_count} times; last: {reason}", "health")
+        return job
+
+    def not_started(self, job_id: str, now: float, reason: str) -> Job:
+        """The backend could not start an admitted job; it goes back in line."""
+        job = self.get(job_id)
+        self._release(job, now)
+        self._requeue(job, now, reason)
+        return job
+
+    def checkpointed(self, job_id: str, now: float) -> None:
+        self.get(job_id).last_checkpoint_at = now
+
+    def node_lost(self, node: str, now: float, reason: str = "node went away") -> list[Job]:
+        """A node vanished (spot reclaim, failure). Its jobs are preempted (resuming from
+        their checkpoint, not counted as a retry) and the node leaves the cluster."""
+        hit = [self.jobs[j] for j in sorted(self.on_node.get(node, ()), key=lambda j: self.jobs[j].seq)]
+        for job in hit:
+            self.preempt(job.id, now, reason)
+        if node in self.cluster:
+            self.cluster.remove_node(node)
+        self.on_node.pop(node, None)
+        return hit
+
+    def add_node(self, node: NodeSpec, pool: Pool | None = None) -> None:
+        if pool is not None and pool.name not in self.cluster.pools:
+            self.cluster.pools[pool.name] = pool
+        self.cluster.add_node(node)
+        self.on_node[node.name] = set()
+
+    # --- decisions: the only place they take effect -----------------------------------------
+    def admit(self, job: Job, allocation: Allocation, borrowed: bool, now: float, reason: str = "admitted") -> None:
+        self.queue.remove(job.id)
+        self._move(job, JobState.ADMITTED, now, reason)
+        self._hold(job, allocation, borrowed)
+        self._decisions.append(Admit(job.id, allocation, borrowed))
+
+    def preempt(self, job_id: str, now: float, reason: str) -> Job:
+        """Stop an active job and put it back in line (it keeps its place by submit time)."""
+        job = self.get(job_id)
+        self._release(job, now)
+        self._move(job, JobState.PREEMPTED, now, reason)
+        job.preemptions += 1
+        self._decisions.append(Preempt(job.id, reason))
+        self._requeue(job, now, "requeued after preemption")
+        return job
+
+    def schedule(self, now: float) -> list[Decision]:
+        """One scheduling pass: the policy admits and preempts; the decisions come back."""
+        self._decisions = []
+        self.policy.schedule(self, now)
+        out, self._decisions = self._decisions, []
+        return out
+
+    def drain_events(self) -> list[Event]:
+        out, self.events = self.events, []
+        return out
+
+    # --- what policies ask -------------------------------------------------------------
+    def pool_choices(self, spec: JobSpec) -> list[list[str]]:
+        """Pools a job may use, cheapest acceptable group first: a preemptible job prefers
+        spot capacity; a job that cannot be preempted never lands on spot."""
+        ondemand, spot = [], []
+        for name, pool in sorted(self.cluster.pools.items()):
+            if spec.gpu_type is not None and pool.gpu_type is not None and pool.gpu_type != spec.gpu_type:
+                continue
+            if spec.gpu_type is not None and pool.gpu_type is None and any(
+                p.gpu_type is not None for p in self.cluster.pools.values()
+            ):
+                continue
+            (spot if pool.spot else ondemand).append(name)
+        if spec.preemptible:
+            return [g for g in (spot, ondemand) if g]
+        return [ondemand] if ondemand else []
+
+    def place(self, job: Job, exclude: frozenset[str] | set[str] = frozenset()) -> Allocation | None:
+        for pools in self.pool_choices(job.spec):
+            alloc = self.cluster.place(job.gpus, pools, exclude)
+            if alloc is not None:
+                return alloc
+        return None
+
+    def projected_end(self, job: Job) -> float:
+        """When an active job is expected to release its GPUs (inf when unknown)."""
+        est = job.spec.runtime_estimate
+        start = job.started_at if job.started_at is not None else job.admitted_at
+        if est is None or start is None:
+            return math.inf
+        return start + est
+
+    # --- views for the API ------------------------------------------------------------------
+    def position(self, job_id: str) -> int | None:
+        return self.queue.position(job_id)
+
+    def estimate_start(self, job_id: str, now: float) -> float | None:
+        """A rough start time for a queued job: replay the jobs ahead of it onto GPUs as the
+        running jobs' estimated ends free them (GPU counts only, ignoring packing).
+        None when a job it depends on has no runtime estimate."""
+        job = self.get(job_id)
+        if job.state is not JobState.QUEUED:
+            return None
+        free = self.cluster.free_gpus
+        releases = sorted((self.projected_end(j), j.gpus) for j in self.active.values())
+        ahead_end: list[tuple[float, int]] = []
+        t = now
+        for other in self.queue:
+            need = other.gpus
+            while free < need:
+                candidates = sorted(releases + ahead_end)
+                if not candidates:
+                    return None
+                end, gpus = candidates[0]
+                if math.isinf(end):
+                    return None
+                if (end, gpus) in releases:
+                    releases.remove((end, gpus))
+                else:
+                    ahead_end.remove((end, gpus))
+                t = max(t, end)
+                free += gpus
+            if other.id == job_id:
+                return t
+            free -= need
+            est = other.spec.runtime_estimate
+            ahead_end.append((t + est if est is not None else math.inf, need))
+        return None
+
+    def queues_view(self) -> dict[str, dict]:
+        view = {name: dict(v, queued=0, queued_gpus=0, running=0) for name, v in self.ledger.snapshot().items()}
+        for job in self.queue:
+            v = view.setdefault(job.tenant, dict(self.ledger.snapshot().get(job.tenant, {}), queued=0, queued_gpus=0, running=0))
+            v["queued"] += 1
+            v["queued_gpus"] += job.gpus
+        for job in self.active.values():
+            view[job.tenant]["running"] += 1
+        return view
+
+    def starvation_bound(self, priority: Priority) -> float:
+        return starvation_bound(priority, self.config.aging_interval)
+
+    # --- bookkeeping ---------------------------------------------------------------------------
+    def _move(self, job: Job, dst: JobState, now: float, reason: str, actor: str = "scheduler") -> None:
+        self.events.append(transition(job, dst, now, reason, actor))
+
+    def _hold(self, job: Job, allocation: Allocation, borrowed: bool) -> None:
+        self.cluster.take(allocation)
+        job.allocation = allocation
+        job.borrowed = borrowed
+        self.ledger.charge(job.tenant, job.gpus, borrowed)
+        self.active[job.id] = job
+        if borrowed:
+            self.borrowers[job.id] = job
+        for node, _ in allocation:
+            self.on_node.setdefault(node, set()).add(job.id)
+
+    def _release(self, job: Job, now: float) -> None:
+        if job.id not in self.active:
+            return
+        start = job.started_at if job.state is JobState.RUNNING else None
+        if start is not None:
+            job.attained_gpu_s += max(0.0, now - start) * job.gpus
+        self.cluster.release(job.allocation)
+        self.ledger.refund(job.tenant, job.gpus, job.borrowed)
+        for node, _ in job.allocation:
+            self.on_node.get(node, set()).discard(job.id)
+        del self.active[job.id]
+        self.borrowers.pop(job.id, None)
+        job.allocation = ()
+        job.borrowed = False
+
+    def _requeue(self, job: Job, now: float, reason: str) -> None:
+        self._move(job, JobState.QUEUED, now, reason)
+        job.started_at = None
+        job.admitted_at = None
+        self.queue.push(job)
