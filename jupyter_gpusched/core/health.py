@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from .model import Job, JobState
 
@@ -20,7 +20,7 @@ def lost_jobs(jobs: Iterable[Job], heartbeats: Mapping[str, float], now: float, 
     out = []
     for job in jobs:
         if job.state is JobState.RUNNING:
-            last = heartbeats.get(job.id, job.started_at or now)
+            last = heartbeats.get(job.id, job.started_at if job.started_at is not None else now)
             if now - last > cfg.heartbeat_timeout:
                 out.append(job)
         elif job.state is JobState.ADMITTED and job.admitted_at is not None:

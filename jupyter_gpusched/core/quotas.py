@@ -8,7 +8,7 @@ A tenant's `quota` GPUs are guaranteed. Beyond it a tenant may borrow idle GPUs 
 from __future__ import annotations
 
 import enum
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from .model import Tenant
 
@@ -24,6 +24,7 @@ class QuotaLedger:
         self.tenants: dict[str, Tenant] = {t.name: t for t in tenants}
         self.allow_borrowing = allow_borrowing
         self._unknown_burst = unknown_burst
+        self._unknown: dict[str, Tenant] = {}  # terms of tenants never configured (not registered)
         self.used: dict[str, int] = {}
         self.borrowed: dict[str, int] = {}
 
@@ -31,7 +32,10 @@ class QuotaLedger:
         """The tenant's terms; one never configured has no quota and may only borrow."""
         t = self.tenants.get(name)
         if t is None:
-            t = self.tenants[name] = Tenant(name, 0, self._unknown_burst)
+            # Not stored in `tenants`: looking at a rejected spec must not configure its tenant.
+            t = self._unknown.get(name)
+            if t is None:
+                t = self._unknown[name] = Tenant(name, 0, self._unknown_burst)
         return t
 
     def limit(self, name: str) -> float:

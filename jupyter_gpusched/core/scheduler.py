@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from .model import (
+    ALLOWED_TRANSITIONS,
     Admit,
     Allocation,
     Decision,
     Event,
+    IllegalTransition,
     Job,
     JobSpec,
     JobState,
@@ -25,6 +27,7 @@ from .model import (
     Pool,
     Preempt,
     Priority,
+    Scale,
     Tenant,
     transition,
 )
@@ -97,6 +100,8 @@ class Scheduler:
             )
         if spec.max_runtime is not None and not (spec.max_runtime > 0 and math.isfinite(spec.max_runtime)):
             raise SpecError("max_runtime", "max_runtime must be a positive number of seconds")
+        if spec.est_runtime is not None and not (spec.est_runtime > 0 and math.isfinite(spec.est_runtime)):
+            raise SpecError("est_runtime", "est_runtime must be a positive number of seconds")
         if spec.max_retries < 0:
             raise SpecError("max_retries", "max_retries must be 0 or more")
 
@@ -122,6 +127,20 @@ class Scheduler:
         elif job.state.holds_gpus:
             self._hold(job, job.allocation, job.borrowed)
 
+    def recover(self, job: Job, now: float, reason: str) -> Job:
+        """Take back a job that was active under a previous driver run (the service died
+        while it ran). It holds no GPUs now: mark it lost, then requeue or fail it by its
+        retry policy."""
+        if job.id in self.jobs:
+            raise ValueError(f"duplicate job id {job.id}")
+        if not job.state.holds_gpus:
+            raise ValueError(f"job {job.id} is {job.state.value}, not active; use restore()")
+        self._seq = itertools.count(max(next(self._seq), job.seq + 1))
+        self.jobs[job.id] = job
+        job.allocation = ()
+        job.borrowed = False
+        return self.lost(job.id, now, reason)
+
     # --- driver API: what happened -------------------------------------------------------
     def get(self, job_id: str) -> Job:
         try:
@@ -136,8 +155,10 @@ class Scheduler:
 
     def finished(self, job_id: str, now: float, ok: bool, reason: str = "") -> Job:
         job = self.get(job_id)
-        self._release(job, now)
         dst = JobState.SUCCEEDED if ok else JobState.FAILED
+        _check(job, dst)  # refuse before releasing anything: a rejected report changes nothing
+        self.queue.remove(job.id)  # QUEUED -> FAILED is legal (it could never start)
+        self._release(job, now)
         self._move(job, dst, now, reason or ("completed" if ok else "failed"), "backend")
         return job
 
@@ -153,6 +174,7 @@ class Scheduler:
     def lost(self, job_id: str, now: float, reason: str = "no heartbeat") -> Job:
         """The job's process vanished. Requeue it if retries remain, else fail it."""
         job = self.get(job_id)
+        _check(job, JobState.LOST)
         self._release(job, now)
         self._move(job, JobState.LOST, now, reason, "health")
         job.lost_count += 1
@@ -165,6 +187,7 @@ class Scheduler:
     def not_started(self, job_id: str, now: float, reason: str) -> Job:
         """The backend could not start an admitted job; it goes back in line."""
         job = self.get(job_id)
+        _check(job, JobState.QUEUED)
         self._release(job, now)
         self._requeue(job, now, reason)
         return job
@@ -199,12 +222,18 @@ class Scheduler:
     def preempt(self, job_id: str, now: float, reason: str) -> Job:
         """Stop an active job and put it back in line (it keeps its place by submit time)."""
         job = self.get(job_id)
+        _check(job, JobState.PREEMPTED)
         self._release(job, now)
         self._move(job, JobState.PREEMPTED, now, reason)
         job.preemptions += 1
         self._decisions.append(Preempt(job.id, reason))
         self._requeue(job, now, "requeued after preemption")
         return job
+
+    def scale(self, pool: str, nodes: int, reason: str) -> None:
+        """Decision: ask the driver to resize `pool` to `nodes` nodes. Nothing changes here:
+        the driver reports nodes as they come (`add_node`) and go (`node_lost`)."""
+        self._decisions.append(Scale(pool, nodes, reason))
 
     def schedule(self, now: float) -> list[Decision]:
         """One scheduling pass: the policy admits and preempts; the decisions come back."""
@@ -334,3 +363,8 @@ class Scheduler:
         job.started_at = None
         job.admitted_at = None
         self.queue.push(job)
+
+
+def _check(job: Job, dst: JobState) -> None:
+    if dst not in ALLOWED_TRANSITIONS[job.state]:
+        raise IllegalTransition(job.id, job.state, dst)

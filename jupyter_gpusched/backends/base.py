@@ -1,0 +1,201 @@
+"""The one protocol between the live service and the places jobs run.
+
+The service (`service.py`) calls only what is defined here: `launch` a notebook on
+GPUs it chose, `poll` for news every tick, `kill` on cancel or preemption,
+`reap_orphan` after a server restart. A backend owns one folder per job (`job_dir`);
+the file layout of that folder is defined below so the REST API, the runner and the
+backend agree on it.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..core.model import NodeSpec
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "BackendUpdate",
+    "LaunchRequest",
+    "error_path",
+    "heartbeat_path",
+    "kernel_pid_path",
+    "launch_info_path",
+    "log_path",
+    "output_path",
+    "params_path",
+    "pid_path",
+    "validate_parameters",
+    "write_atomic",
+]
+
+
+class BackendError(RuntimeError):
+    """A job could not be started (or a backend call failed). The message is one readable sentence."""
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """Everything a backend needs to run one attempt of one job."""
+
+    job_id: str
+    notebook: Path  # absolute path of the input notebook (validated by the service to be inside the root)
+    cwd: Path  # working directory of the run (the notebook's folder)
+    parameters: Mapping[str, Any]  # injected papermill-style after the cell tagged "parameters"
+    gpu_ids: tuple[int, ...]  # -> CUDA_VISIBLE_DEVICES="0,1"; () -> CUDA_VISIBLE_DEVICES=""
+    job_dir: Path  # per-job folder the backend owns: log, executed output, pid file, heartbeat
+    max_runtime: float | None  # seconds; past it the whole job is killed and reported failed
+    kernel_name: str | None = None  # None: the notebook's own kernelspec, else python3
+
+
+@dataclass(frozen=True)
+class BackendUpdate:
+    """One piece of news about a job, as returned by `Backend.poll`."""
+
+    job_id: str
+    kind: Literal["started", "heartbeat", "succeeded", "failed"]
+    time: float  # wall clock (time.time()) when observed
+    message: str = ""  # for failed: one readable line ("ZeroDivisionError: division by zero (cell 3)")
+    progress: tuple[int, int] | None = None  # (code cells executed, code cells in total) when known
+
+
+class Backend(ABC):
+    """Where jobs run. All methods are called from the service's loop and must return quickly
+    (`kill` and `close` may wait a few seconds for processes to die)."""
+
+    name: str  # "local", "kubernetes": shown in the API and logs
+
+    @abstractmethod
+    def inventory(self) -> list[NodeSpec]:
+        """The nodes and GPU counts this backend can run jobs on."""
+
+    @abstractmethod
+    def launch(self, req: LaunchRequest) -> None:
+        """Start one job and return at once. Raise BackendError if it cannot start."""
+
+    @abstractmethod
+    def kill(self, job_id: str, reason: str) -> None:
+        """Stop a job and everything it started (cancel, preemption). Idempotent; no update
+        is emitted afterwards for a job killed on purpose."""
+
+    @abstractmethod
+    def poll(self) -> list[BackendUpdate]:
+        """What happened since the last poll: starts, heartbeats, exits. Never blocks long."""
+
+    @abstractmethod
+    def running(self) -> set[str]:
+        """Ids of jobs with a live process that this backend instance started."""
+
+    @abstractmethod
+    def reap_orphan(self, job_dir: Path) -> bool:
+        """After a server restart: kill what a previous server left running for the job whose
+        folder is `job_dir`. True if something was killed."""
+
+    @abstractmethod
+    def gpu_memory_used_mib(self) -> dict[tuple[str, int], float]:
+        """(node, gpu index) -> MiB in use, for leak detection. Empty when unknown."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Kill everything this backend still runs. (A server shutdown does not call this:
+        runners outlive the server and are reaped on the next start.)"""
+
+
+# --- the job folder -------------------------------------------------------------------------
+# job_dir/
+#   log.txt          runner and kernel output, appended, readable while the job runs
+#   output.ipynb     the executed notebook (written as cells finish, also on failure)
+#   params.json      the parameters to inject (never put on a command line)
+#   pid              the runner's pid (= its process group id), one integer
+#   launch.json      {"job_id", "pid", "token", "time", ...}: identifies the runner's processes
+#   kernel_pid       the kernel's pid (= its process group id), written by the runner
+#   heartbeat        {"time", "cells_done", "cells_total", ...}, rewritten by the runner
+#   error.txt        one line: why the run failed
+
+
+def log_path(job_dir: Path) -> Path:
+    return Path(job_dir) / "log.txt"
+
+
+def output_path(job_dir: Path) -> Path:
+    return Path(job_dir) / "output.ipynb"
+
+
+def params_path(job_dir: Path) -> Path:
+    return Path(job_dir) / "params.json"
+
+
+def pid_path(job_dir: Path) -> Path:
+    return Path(job_dir) / "pid"
+
+
+def launch_info_path(job_dir: Path) -> Path:
+    return Path(job_dir) / "launch.json"
+
+
+def kernel_pid_path(job_dir: Path) -> Path:
+    return Path(job_dir) / "kernel_pid"
+
+
+def heartbeat_path(job_dir: Path) -> Path:
+    return Path(job_dir) / "heartbeat"
+
+
+def error_path(job_dir: Path) -> Path:
+    return Path(job_dir) / "error.txt"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` so a reader never sees a half-written file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def validate_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """Check that `parameters` can be injected into a notebook safely and return them as a
+    plain JSON-compatible dict.
+
+    Names become variable names in the injected cell, so each must be a Python identifier
+    (not a keyword). Values must be JSON data (str, int, float, bool, None, and lists / dicts
+    of those); papermill renders them as literals, never as code. Raises ValueError.
+    """
+    if not isinstance(parameters, Mapping):
+        raise ValueError("parameters must be a mapping of names to values")
+    out: dict[str, Any] = {}
+    for name, value in parameters.items():
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            raise ValueError(f"parameter name {name!r} is not a valid Python identifier")
+        _check_json_value(name, value)
+        out[name] = value
+    # Round-trip so what the runner reads is exactly what we checked (tuples become lists).
+    return json.loads(json.dumps(out))
+
+
+def _check_json_value(name: str, value: Any, depth: int = 0) -> None:
+    if depth > 32:
+        raise ValueError(f"parameter {name!r} is nested too deeply")
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return  # papermill renders non-finite floats as float('nan') / float('inf')
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            _check_json_value(name, v, depth + 1)
+        return
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ValueError(f"parameter {name!r} has a non-string key {k!r}")
+            _check_json_value(name, v, depth + 1)
+        return
+    raise ValueError(f"parameter {name!r} has a value of type {type(value).__name__}; use JSON values")

@@ -1,0 +1,610 @@
+"""The embedded default backend: run notebooks as processes on this machine.
+
+Each job is one runner process (`python -m jupyter_gpusched.backends.runner`) started in
+its own session, so it is its own process group and outlives a restart of the Jupyter
+server. The runner executes the notebook with papermill; the kernel it starts is in yet
+another session (jupyter_client always does that), so stopping a job means stopping two
+process groups: the runner's (pid in `job_dir/pid`) and the kernel's (pid in
+`job_dir/kernel_pid`). On Linux every process of a job also carries a per-launch token in
+its environment (`GPUSCHED_LAUNCH_TOKEN`); a sweep of /proc for that token catches anything
+that left both groups (a `setsid` child of the notebook) and proves a pid still belongs to
+the job before it is killed, so a recycled pid is never hit.
+
+GPUs: with NVML (`pynvml`, from nvidia-ml-py) the node has the real GPU count; without it,
+`virtual_gpus` virtual GPUs, so everything works on a laptop. A job's GPU indices become
+CUDA_VISIBLE_DEVICES (with CUDA_DEVICE_ORDER=PCI_BUS_ID so they match NVML's numbering).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.model import NodeSpec
+from .base import (
+    Backend,
+    BackendError,
+    BackendUpdate,
+    LaunchRequest,
+    error_path,
+    heartbeat_path,
+    kernel_pid_path,
+    launch_info_path,
+    log_path,
+    output_path,
+    params_path,
+    pid_path,
+    validate_parameters,
+    write_atomic,
+)
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "GPUSCHED_LAUNCH_TOKEN"
+RUNNER_MODULE = "jupyter_gpusched.backends.runner"
+_HAVE_PROC = sys.platform.startswith("linux") and os.path.exists("/proc/self/stat")
+
+
+# --- processes ------------------------------------------------------------------------------
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state letter, process group) of `pid` from /proc, or None if it is gone."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()  # after "pid (comm) "
+    try:
+        return fields[0].decode(), int(fields[2])
+    except (IndexError, ValueError):
+        return None
+
+
+def _proc_pids() -> list[int]:
+    try:
+        return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return []
+
+
+def pid_alive(pid: int | None) -> bool:
+    """True if `pid` is a running process (a zombie counts as dead)."""
+    if not pid or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if _HAVE_PROC:
+        st = _proc_stat(pid)
+        return st is not None and st[0] not in ("Z", "X")
+    return True
+
+
+def group_alive(pgid: int | None) -> bool:
+    """True if the process group `pgid` has a running (non-zombie) member."""
+    if not pgid or pgid <= 1:
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not _HAVE_PROC:
+        return True
+    for pid in _proc_pids():
+        st = _proc_stat(pid)
+        if st is not None and st[1] == pgid and st[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def _environ_has(pid: int, entry: bytes) -> bool:
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return entry in env.split(b"\0")
+
+
+def token_pids(token: str | None) -> list[int]:
+    """Live processes (other than this one) whose environment carries the launch `token`.
+    Linux only; elsewhere an empty list."""
+    if not _HAVE_PROC or not token:
+        return []
+    entry = f"{TOKEN_ENV}={token}".encode()
+    me = os.getpid()
+    out = []
+    for pid in _proc_pids():
+        if pid != me and _environ_has(pid, entry):
+            st = _proc_stat(pid)
+            if st is not None and st[0] not in ("Z", "X"):
+                out.append(pid)
+    return out
+
+
+def _send(pid: int, sig: int, group: bool) -> None:
+    try:
+        if group:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def terminate(
+    groups: Iterable[int | None],
+    *,
+    tokens: Iterable[str | None] = (),
+    grace: float = 3.0,
+    children: Iterable[subprocess.Popen] = (),
+) -> bool:
+    """Stop process groups `groups` and every process carrying one of the launch `tokens`:
+    SIGTERM, wait up to `grace` seconds, then SIGKILL whatever is left. `children` are
+    Popen objects to reap on the way. Returns True if anything was alive to be signalled."""
+    pgids = sorted({g for g in groups if g and g > 1 and g != os.getpgrp()})
+    toks = [t for t in tokens if t]
+    kids = list(children)
+
+    def left() -> tuple[list[int], list[int]]:
+        for k in kids:
+            k.poll()
+        strays = sorted({p for t in toks for p in token_pids(t)})
+        return [g for g in pgids if group_alive(g)], strays
+
+    live_groups, strays = left()
+    if not live_groups and not strays:
+        return False
+    for g in live_groups:
+        _send(g, signal.SIGTERM, group=True)
+    for p in strays:
+        _send(p, signal.SIGTERM, group=False)
+    deadline = time.monotonic() + max(grace, 0.0)
+    while True:
+        live_groups, strays = left()
+        if not live_groups and not strays:
+            break
+        if time.monotonic() >= deadline:
+            for g in live_groups:
+                _send(g, signal.SIGKILL, group=True)
+            for p in strays:
+                _send(p, signal.SIGKILL, group=False)
+            kill_deadline = time.monotonic() + 5.0
+            while any(left()) and time.monotonic() < kill_deadline:
+                time.sleep(0.02)
+            break
+        time.sleep(0.05)
+    for k in kids:
+        try:
+            k.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
+    return True
+
+
+def _cmdline(pid: int) -> str:
+    if _HAVE_PROC:
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return ""
+    try:
+        return subprocess.run(
+            ["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _is_group_leader(pid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pid
+    except OSError:
+        return False
+
+
+# --- small file helpers -----------------------------------------------------------------------
+def _read_int(path: Path) -> int | None:
+    try:
+        value = int(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return value if value > 0 else None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _first_line(path: Path, limit: int = 500) -> str:
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    line = " ".join(text.strip().splitlines()[0].split()) if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _last_log_line(job_dir: Path, limit: int = 300) -> str:
+    try:
+        with open(log_path(job_dir), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            lines = [ln.strip() for ln in f.read().decode(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    line = lines[-1] if lines else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _exit_message(rc: int, job_dir: Path) -> str:
+    """For a runner that died without writing error.txt: "exit code -9", or for a runner that
+    could not even start, "exit code 1: <the last line it printed>"."""
+    last = _last_log_line(job_dir) if rc > 0 else ""
+    return f"exit code {rc}: {last}" if last else f"exit code {rc}"
+
+
+def _append_log(job_dir: Path, line: str) -> None:
+    try:
+        with open(log_path(job_dir), "a", encoding="utf-8") as f:
+            f.write(f"[gpusched {time.strftime('%Y-%m-%d %H:%M:%S')}] {line}\n")
+    except OSError:
+        pass
+
+
+def format_seconds(seconds: float) -> str:
+    """60.0 -> "60", 2.5 -> "2.5"."""
+    seconds = float(seconds)
+    return str(int(seconds)) if seconds.is_integer() else f"{seconds:.1f}"
+
+
+def max_runtime_message(seconds: float) -> str:
+    return f"max_runtime exceeded ({format_seconds(seconds)} s)"
+
+
+@dataclass
+class _Run:
+    req: LaunchRequest
+    proc: subprocess.Popen
+    token: str
+    started_at: float  # wall clock at spawn
+    deadline: float | None  # time.monotonic() past which the job is killed
+    reported_started: bool = False
+    last_beat: float | None = None
+
+    def kernel_pid(self) -> int | None:
+        return _read_int(kernel_pid_path(self.req.job_dir))
+
+
+class LocalBackend(Backend):
+    """Runs each job as a papermill runner process on this machine."""
+
+    name = "local"
+    kill_grace: float = 3.0  # seconds between SIGTERM and SIGKILL
+    runner_max_runtime_slack: float = 10.0  # the runner kills itself this long past max_runtime
+    # (a safety net for when no server is polling; the backend normally acts first)
+
+    def __init__(
+        self,
+        node_name: str = "local",
+        virtual_gpus: int = 4,
+        python: str = sys.executable,
+        heartbeat_interval: float = 5.0,
+    ):
+        if virtual_gpus < 0:
+            raise ValueError("virtual_gpus must be >= 0")
+        if heartbeat_interval <= 0:
+            raise ValueError("heartbeat_interval must be > 0")
+        self.node_name = node_name
+        self.virtual_gpus = int(virtual_gpus)
+        self.python = python
+        self.heartbeat_interval = float(heartbeat_interval)
+        self._runs: dict[str, _Run] = {}
+        self._lock = threading.RLock()
+        self._nvml_state: Any = None  # None: not tried; False: unavailable; else the pynvml module
+
+    # --- GPUs -------------------------------------------------------------------------------
+    def _nvml(self) -> Any:
+        if self._nvml_state is None:
+            try:
+                import pynvml
+
+                pynvml.nvmlInit()
+                self._nvml_state = pynvml
+            except Exception as exc:  # library missing, no driver, no GPU: all mean "no NVML"
+                log.info("NVML unavailable (%s); using %d virtual GPUs", exc, self.virtual_gpus)
+                self._nvml_state = False
+        return self._nvml_state or None
+
+    def _nvml_count(self) -> int:
+        nvml = self._nvml()
+        if nvml is None:
+            return 0
+        try:
+            return int(nvml.nvmlDeviceGetCount())
+        except Exception:
+            return 0
+
+    def inventory(self) -> list[NodeSpec]:
+        count = self._nvml_count()
+        return [NodeSpec(self.node_name, count if count > 0 else self.virtual_gpus, pool="local")]
+
+    def gpu_memory_used_mib(self) -> dict[tuple[str, int], float]:
+        nvml = self._nvml()
+        if nvml is None:
+            return {}
+        out: dict[tuple[str, int], float] = {}
+        try:
+            for i in range(int(nvml.nvmlDeviceGetCount())):
+                mem = nvml.nvmlDeviceGetMemoryInfo(nvml.nvmlDeviceGetHandleByIndex(i))
+                out[(self.node_name, i)] = float(mem.used) / (1024 * 1024)
+        except Exception as exc:
+            log.warning("NVML memory query failed: %s", exc)
+            return {}
+        return out
+
+    # --- launching ----------------------------------------------------------------------------
+    def launch(self, req: LaunchRequest) -> None:
+        notebook, cwd, job_dir = Path(req.notebook), Path(req.cwd), Path(req.job_dir)
+        if not req.job_id:
+            raise BackendError("a job needs an id")
+        if not notebook.is_file():
+            raise BackendError(f"notebook not found: {notebook}")
+        if not cwd.is_dir():
+            raise BackendError(f"working directory not found: {cwd}")
+        if any(isinstance(g, bool) or not isinstance(g, int) or g < 0 for g in req.gpu_ids):
+            raise BackendError(f"GPU ids must be non-negative integers, got {req.gpu_ids!r}")
+        if req.max_runtime is not None and not req.max_runtime > 0:
+            raise BackendError(f"max_runtime must be positive, got {req.max_runtime!r}")
+        try:
+            params = validate_parameters(req.parameters)
+        except ValueError as exc:
+            raise BackendError(str(exc)) from None
+
+        with self._lock:
+            old = self._runs.get(req.job_id)
+            if old is not None and old.proc.poll() is None:
+                raise BackendError(f"job {req.job_id} is already running")
+            # A runner of an earlier attempt that nobody reaped must not run alongside this one.
+            if self.reap_orphan(job_dir):
+                log.warning("job %s: killed a runner of an earlier attempt before relaunching", req.job_id)
+            try:
+                job_dir.mkdir(parents=True, exist_ok=True)
+                for stale in (heartbeat_path, error_path, kernel_pid_path, pid_path, launch_info_path):
+                    stale(job_dir).unlink(missing_ok=True)
+                write_atomic(params_path(job_dir), json.dumps(params))
+            except OSError as exc:
+                raise BackendError(f"cannot prepare the job folder {job_dir}: {exc}") from None
+
+            token = secrets.token_hex(16)
+            cuda = ",".join(str(g) for g in req.gpu_ids)
+            env = dict(os.environ)
+            env.update(
+                {
+                    "CUDA_VISIBLE_DEVICES": cuda,
+                    "CUDA_DEVICE_ORDER": "PCI_BUS_ID",  # indices as NVML numbers them
+                    "PYTHONUNBUFFERED": "1",  # the log shows progress as it happens
+                    "GPUSCHED_JOB_ID": req.job_id,
+                    "GPUSCHED_JOB_DIR": str(job_dir),
+                    TOKEN_ENV: token,
+                }
+            )
+            cmd = [
+                self.python,
+                "-m",
+                RUNNER_MODULE,
+                "--notebook",
+                str(notebook),
+                "--output",
+                str(output_path(job_dir)),
+                "--params",
+                str(params_path(job_dir)),
+                "--job-dir",
+                str(job_dir),
+                "--cwd",
+                str(cwd),
+                "--heartbeat-interval",
+                repr(self.heartbeat_interval),
+            ]
+            if req.kernel_name:
+                cmd += ["--kernel", req.kernel_name]
+            if req.max_runtime is not None:
+                cmd += ["--max-runtime", repr(float(req.max_runtime) + self.runner_max_runtime_slack)]
+
+            _append_log(
+                job_dir,
+                f"job {req.job_id}: starting {notebook} with CUDA_VISIBLE_DEVICES={cuda!r}"
+                + (f", max_runtime {format_seconds(req.max_runtime)} s" if req.max_runtime else ""),
+            )
+            try:
+                with open(log_path(job_dir), "ab", buffering=0) as logf:
+                    proc = subprocess.Popen(
+                        cmd,
+                        stdin=subprocess.DEVNULL,
+                        stdout=logf,
+                        stderr=subprocess.STDOUT,
+                        cwd=str(cwd),
+                        env=env,
+                        start_new_session=True,  # own process group; survives the server
+                        close_fds=True,
+                    )
+            except OSError as exc:
+                raise BackendError(f"cannot start the runner ({self.python}): {exc}") from None
+            started = time.time()
+            try:
+                write_atomic(pid_path(job_dir), f"{proc.pid}\n")
+                write_atomic(
+                    launch_info_path(job_dir),
+                    json.dumps(
+                        {
+                            "job_id": req.job_id,
+                            "pid": proc.pid,
+                            "token": token,
+                            "time": started,
+                            "gpu_ids": list(req.gpu_ids),
+                            "max_runtime": req.max_runtime,
+                            "backend": self.name,
+                            "node": self.node_name,
+                        }
+                    ),
+                )
+            except OSError as exc:
+                terminate([proc.pid], tokens=[token], grace=0.0, children=[proc])
+                raise BackendError(f"cannot write the pid file in {job_dir}: {exc}") from None
+            deadline = time.monotonic() + float(req.max_runtime) if req.max_runtime is not None else None
+            self._runs[req.job_id] = _Run(req, proc, token, started, deadline)
+
+    # --- stopping -----------------------------------------------------------------------------
+    def _stop(self, runs: list[_Run]) -> None:
+        if not runs:
+            return
+        groups: list[int | None] = []
+        for run in runs:
+            groups += [run.proc.pid, run.kernel_pid()]
+        terminate(
+            groups,
+            tokens=[r.token for r in runs],
+            grace=self.kill_grace,
+            children=[r.proc for r in runs],
+        )
+
+    def kill(self, job_id: str, reason: str) -> None:
+        with self._lock:
+            run = self._runs.pop(job_id, None)
+            if run is None:
+                return
+            _append_log(run.req.job_dir, f"job {job_id}: killed ({reason or 'no reason given'})")
+            self._stop([run])
+
+    def close(self) -> None:
+        with self._lock:
+            runs = list(self._runs.values())
+            self._runs.clear()
+            for run in runs:
+                _append_log(run.req.job_dir, f"job {run.req.job_id}: killed (backend closed)")
+            self._stop(runs)
+            nvml = self._nvml_state
+            if nvml:
+                try:
+                    nvml.nvmlShutdown()
+                except Exception:
+                    pass
+            self._nvml_state = None
+
+    # --- watching -----------------------------------------------------------------------------
+    def poll(self) -> list[BackendUpdate]:
+        updates: list[BackendUpdate] = []
+        with self._lock:
+            for job_id, run in list(self._runs.items()):
+                if not run.reported_started:
+                    run.reported_started = True
+                    updates.append(BackendUpdate(job_id, "started", run.started_at))
+                rc = run.proc.poll()  # before the heartbeat: a final beat is never missed
+                beat = self._read_heartbeat(run)
+                if beat is not None:
+                    updates.append(beat)
+                if rc is None:
+                    if run.deadline is not None and time.monotonic() >= run.deadline:
+                        del self._runs[job_id]
+                        message = max_runtime_message(run.req.max_runtime or 0)
+                        _append_log(run.req.job_dir, f"job {job_id}: {message}; killing it")
+                        self._stop([run])
+                        updates.append(BackendUpdate(job_id, "failed", time.time(), message))
+                    continue
+                del self._runs[job_id]
+                # The runner stops its kernel; make sure nothing of the job outlives it.
+                terminate([run.kernel_pid()], tokens=[run.token], grace=1.0)
+                now = time.time()
+                if rc == 0:
+                    updates.append(BackendUpdate(job_id, "succeeded", now, "", self._progress(run)))
+                else:
+                    message = _first_line(error_path(run.req.job_dir)) or _exit_message(rc, run.req.job_dir)
+                    updates.append(BackendUpdate(job_id, "failed", now, message, self._progress(run)))
+        return updates
+
+    @staticmethod
+    def _beat_fields(run: _Run) -> tuple[float | None, tuple[int, int] | None]:
+        data = _read_json(heartbeat_path(run.req.job_dir))
+        if not isinstance(data, dict):
+            return None, None
+        t = data.get("time")
+        done, total = data.get("cells_done"), data.get("cells_total")
+        progress = (done, total) if isinstance(done, int) and isinstance(total, int) else None
+        return (float(t) if isinstance(t, (int, float)) else None), progress
+
+    def _read_heartbeat(self, run: _Run) -> BackendUpdate | None:
+        t, progress = self._beat_fields(run)
+        if t is None or t == run.last_beat:
+            return None
+        run.last_beat = t
+        return BackendUpdate(run.req.job_id, "heartbeat", t, "", progress)
+
+    def _progress(self, run: _Run) -> tuple[int, int] | None:
+        return self._beat_fields(run)[1]
+
+    def running(self) -> set[str]:
+        with self._lock:
+            return {job_id for job_id, run in self._runs.items() if run.proc.poll() is None}
+
+    # --- after a restart --------------------------------------------------------------------
+    def reap_orphan(self, job_dir: Path) -> bool:
+        job_dir = Path(job_dir)
+        info = _read_json(launch_info_path(job_dir))
+        info = info if isinstance(info, dict) else {}
+        token = info.get("token") if isinstance(info.get("token"), str) else None
+        pid = _read_int(pid_path(job_dir))
+        if pid is None and isinstance(info.get("pid"), int):
+            pid = info["pid"]
+        kpid = _read_int(kernel_pid_path(job_dir))
+        with self._lock:
+            for run in self._runs.values():
+                if run.proc.pid == pid or run.token == token:
+                    return False  # ours, running now: not an orphan
+
+        runner_ok = pid is not None and self._is_runner(pid, token, job_dir)
+        groups = [pid] if runner_ok else []
+        if kpid is not None and self._is_kernel(kpid, token, runner_ok):
+            groups.append(kpid)
+        strays = token_pids(token)
+        if not groups and not strays:
+            return False
+        _append_log(job_dir, "killing the processes of this job left from a previous server")
+        log.warning("reaping orphaned job processes in %s (groups %s, others %s)", job_dir, groups, strays)
+        return terminate(groups, tokens=[token], grace=self.kill_grace)
+
+    @staticmethod
+    def _is_runner(pid: int, token: str | None, job_dir: Path) -> bool:
+        """Is `pid` the live runner of this job (not a process that reused the pid)?"""
+        if not pid_alive(pid) or not _is_group_leader(pid):
+            return False
+        if _HAVE_PROC and token:
+            return _environ_has(pid, f"{TOKEN_ENV}={token}".encode())
+        cmd = _cmdline(pid)
+        return RUNNER_MODULE in cmd and str(job_dir) in cmd
+
+    @staticmethod
+    def _is_kernel(pid: int, token: str | None, runner_alive: bool) -> bool:
+        if not pid_alive(pid) or not _is_group_leader(pid):
+            return False
+        if _HAVE_PROC and token:
+            return _environ_has(pid, f"{TOKEN_ENV}={token}".encode())
+        # Without /proc we cannot prove it; a kernel whose runner is gone exits by itself
+        # (ipykernel watches its parent), so only a kernel of a live runner needs us.
+        return runner_alive

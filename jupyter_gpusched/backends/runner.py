@@ -1,0 +1,266 @@
+"""Run one notebook job with papermill; started by LocalBackend in its own session.
+
+    python -m jupyter_gpusched.backends.runner --notebook IN --output OUT --params PARAMS.json
+        --job-dir DIR [--kernel NAME] [--cwd DIR] [--heartbeat-interval S] [--max-runtime S]
+
+What it leaves in DIR (layout in base.py): `pid` (this process), `kernel_pid` (the kernel,
+as soon as it is started), `heartbeat` (every interval and after each cell), `error.txt`
+(one line, on failure). The executed notebook is written to OUT as cells finish, also when
+a cell fails (papermill marks the failing cell).
+
+Exit status: 0 success; 1 a cell raised; 2 any other failure (no such kernel, the kernel
+died ...); 3 the runner's own max_runtime safety net fired; 128+N killed by signal N
+(after stopping the kernel).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from .base import error_path, heartbeat_path, kernel_pid_path, pid_path, validate_parameters, write_atomic
+from .local import format_seconds, max_runtime_message, terminate
+
+EXIT_OK = 0
+EXIT_CELL_ERROR = 1
+EXIT_ERROR = 2
+EXIT_MAX_RUNTIME = 3
+KERNEL_STOP_GRACE = 1.5  # seconds between SIGTERM and SIGKILL for the kernel's group
+
+log = logging.getLogger("gpusched.runner")
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+class Run:
+    """State shared by the main thread (papermill), the heartbeat thread and signal handlers.
+    Signal handlers run on the main thread between bytecodes, so nothing here takes a lock."""
+
+    def __init__(self, job_dir: Path, output: Path, interval: float, max_runtime: float | None):
+        self.job_dir = job_dir
+        self.output = output
+        self.interval = interval
+        self.deadline = time.monotonic() + max_runtime if max_runtime else None
+        self.max_runtime = max_runtime
+        self.cells_done = 0
+        self.cells_total: int | None = None  # unknown until the notebook is read
+        self.kernel_pid: int | None = None
+        self.connection_file: str | None = None  # the kernel's, removed if we exit abruptly
+        self.nb: Any = None  # the notebook papermill is executing (set when the kernel is up)
+        self.exiting = False
+        self.stop = threading.Event()
+
+    # --- files ------------------------------------------------------------------------------
+    def beat(self) -> None:
+        data = {
+            "time": time.time(),
+            "cells_done": self.cells_done,
+            "cells_total": self.cells_total,
+            "pid": os.getpid(),
+            "kernel_pid": self.kernel_pid,
+        }
+        try:
+            write_atomic(heartbeat_path(self.job_dir), json.dumps(data))
+        except OSError as exc:
+            print(f"gpusched-runner: cannot write heartbeat: {exc}", file=sys.stderr)
+
+    def fail(self, message: str, label: str = "FAILED") -> None:
+        try:
+            write_atomic(error_path(self.job_dir), _one_line(message) + "\n")
+        except OSError:
+            pass
+        print(f"gpusched-runner: {label}: {message}", file=sys.stderr, flush=True)
+
+    def set_kernel_pid(self, pid: int | None) -> None:
+        if not pid or pid == self.kernel_pid:
+            return
+        self.kernel_pid = pid
+        try:
+            write_atomic(kernel_pid_path(self.job_dir), f"{pid}\n")
+        except OSError as exc:
+            print(f"gpusched-runner: cannot write kernel pid: {exc}", file=sys.stderr)
+
+    # --- stopping -----------------------------------------------------------------------------
+    def stop_kernel(self, grace: float = KERNEL_STOP_GRACE) -> None:
+        """Stop the kernel's whole process group (the kernel is in its own session)."""
+        if self.kernel_pid:
+            terminate([self.kernel_pid], grace=grace)
+
+    def save_partial_output(self) -> None:
+        """Best effort: write what has run so far, atomically (papermill writes in place)."""
+        nb = self.nb
+        if nb is None:
+            return
+        try:
+            import nbformat
+
+            write_atomic(self.output, nbformat.writes(nb))
+        except Exception as exc:  # a notebook mid-update may not serialize; the last autosave stays
+            print(f"gpusched-runner: could not save partial output: {exc}", file=sys.stderr)
+
+    def abort(self, message: str, code: int) -> None:
+        """End the run now, from a signal handler or the watchdog: kernel first, then us."""
+        if self.exiting:
+            return
+        self.exiting = True
+        self.fail(message, label="stopping")
+        self.stop_kernel()
+        if self.connection_file:
+            Path(self.connection_file).unlink(missing_ok=True)
+        self.save_partial_output()
+        self.beat()
+        sys.stderr.flush()
+        os._exit(code)
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        self.abort(f"terminated by signal {name}", 128 + signum)
+
+    # --- heartbeat + watchdog -----------------------------------------------------------------
+    def heartbeat_loop(self) -> None:
+        while not self.stop.wait(self.interval):
+            self.beat()
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                self.abort(max_runtime_message(self.max_runtime or 0), EXIT_MAX_RUNTIME)
+
+    # --- nbclient hooks (called on the main thread) -------------------------------------------
+    def on_notebook_start(self, notebook: Any = None, **_: Any) -> None:
+        if notebook is not None:
+            self.nb = notebook
+            self.cells_total = count_code_cells(notebook)
+        self.beat()
+
+    def on_cell_executed(self, **_: Any) -> None:
+        self.cells_done += 1
+        self.beat()
+
+
+def count_code_cells(nb: Any) -> int:
+    """Code cells nbclient will execute (non-empty, not tagged skip-execution)."""
+    return sum(
+        1
+        for c in nb.cells
+        if c.get("cell_type") == "code"
+        and str(c.get("source", "")).strip()
+        and "skip-execution" not in c.get("metadata", {}).get("tags", [])
+    )
+
+
+def _kernel_manager_class(run: Run) -> type:
+    """An AsyncKernelManager that reports its kernel's pid the moment the process exists."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class RecordingKernelManager(AsyncKernelManager):
+        def _record(self) -> None:
+            run.set_kernel_pid(getattr(self.provisioner, "pid", None))
+            run.connection_file = self.connection_file or None
+
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            self._record()
+
+        async def start_kernel(self, **kw: Any) -> None:  # public fallback if the above is renamed
+            await super().start_kernel(**kw)
+            self._record()
+
+    return RecordingKernelManager
+
+
+def resolve_kernel(nb: Any, requested: str | None) -> str:
+    if requested:
+        return requested
+    name = (nb.metadata.get("kernelspec") or {}).get("name")
+    return name or "python3"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m jupyter_gpusched.backends.runner", description=__doc__.split("\n")[0])
+    p.add_argument("--notebook", required=True, type=Path)
+    p.add_argument("--output", required=True, type=Path)
+    p.add_argument("--params", type=Path, default=None, help="JSON file with the parameters to inject")
+    p.add_argument("--job-dir", required=True, type=Path)
+    p.add_argument("--kernel", default=None)
+    p.add_argument("--cwd", type=Path, default=None)
+    p.add_argument("--heartbeat-interval", type=float, default=5.0)
+    p.add_argument("--max-runtime", type=float, default=None, help="safety net: exit past this many seconds")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    job_dir: Path = args.job_dir
+    run = Run(job_dir, args.output, max(args.heartbeat_interval, 0.05), args.max_runtime)
+    # Install the handlers before anything slow: from here on a SIGTERM stops the kernel too.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, run.on_signal)
+    write_atomic(pid_path(job_dir), f"{os.getpid()}\n")
+    run.beat()
+    threading.Thread(target=run.heartbeat_loop, name="gpusched-heartbeat", daemon=True).start()
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    print(
+        f"gpusched-runner: pid {os.getpid()}, CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')!r}"
+        + (f", max_runtime safety net {format_seconds(args.max_runtime)} s" if args.max_runtime else ""),
+        flush=True,
+    )
+    try:
+        import nbformat
+        import papermill
+        from papermill.exceptions import PapermillExecutionError
+    except ImportError as exc:
+        run.fail(f"the runner cannot import its dependencies: {exc}")
+        return EXIT_ERROR
+    try:
+        parameters = validate_parameters(json.loads(args.params.read_text(encoding="utf-8")) if args.params else {})
+        nb = nbformat.read(str(args.notebook), as_version=4)
+        kernel = resolve_kernel(nb, args.kernel)
+        run.cells_total = count_code_cells(nb) + (1 if parameters else 0)  # refined when the kernel is up
+        run.beat()
+        papermill.execute_notebook(
+            str(args.notebook),
+            str(args.output),
+            parameters=parameters,
+            kernel_name=kernel,
+            cwd=str(args.cwd) if args.cwd else None,
+            log_output=True,
+            progress_bar=False,
+            # nbclient options, passed through papermill's engine:
+            kernel_manager_class=_kernel_manager_class(run),
+            on_notebook_start=run.on_notebook_start,
+            on_cell_executed=run.on_cell_executed,
+        )
+    except PapermillExecutionError as exc:
+        where = exc.exec_count if exc.exec_count is not None else exc.cell_index + 1
+        what = f"{exc.ename}: {_one_line(exc.evalue)}" if _one_line(exc.evalue) else exc.ename
+        run.fail(f"{what} (cell {where})")
+        code = EXIT_CELL_ERROR
+    except Exception as exc:
+        traceback.print_exc()
+        text = _one_line(str(exc))
+        run.fail(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+        code = EXIT_ERROR
+    else:
+        code = EXIT_OK
+    run.stop.set()
+    # nbclient shut the kernel down; stop anything the notebook left behind in its group.
+    run.stop_kernel(grace=1.0)
+    kernel_pid_path(job_dir).unlink(missing_ok=True)
+    run.beat()
+    print(f"gpusched-runner: exit {code}", flush=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""The one HTTP client for the REST API, used by the CLI, the magic and the widgets.
+
+It finds the server the way Jupyter tools do: an explicit URL and token, else the
+environment (GPUSCHED_URL / GPUSCHED_TOKEN, or JupyterHub's JUPYTERHUB_SERVICE_PREFIX
+with JUPYTERHUB_API_TOKEN inside a hub), else the running servers listed in the Jupyter
+runtime directory (preferring the one whose root holds the current folder).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import requests
+
+
+class GPUSchedError(Exception):
+    """An error from the server (or from finding it), as one readable line."""
+
+    def __init__(self, message: str, status: int | None = None, error: str | None = None, field: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.error = error
+        self.field = field
+
+    def __str__(self) -> str:
+        where = f" (field: {self.field})" if self.field else ""
+        return f"{self.message}{where}"
+
+
+def _running_servers() -> list[dict[str, Any]]:
+    try:
+        from jupyter_server.serverapp import list_running_servers
+    except ImportError:  # pragma: no cover
+        return []
+    return list(list_running_servers())
+
+
+def discover(url: str | None = None, token: str | None = None) -> tuple[str, str | None, str | None]:
+    """(base URL, token, server root dir or None)."""
+    url = url or os.environ.get("GPUSCHED_URL")
+    token = token or os.environ.get("GPUSCHED_TOKEN")
+    if url:
+        return url.rstrip("/") + "/", token, os.environ.get("GPUSCHED_ROOT_DIR")
+    hub_prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
+    if hub_prefix and os.environ.get("JUPYTERHUB_API_TOKEN") and os.environ.get("JUPYTERHUB_SERVICE_URL"):
+        return os.environ["JUPYTERHUB_SERVICE_URL"].rstrip("/") + "/", token or os.environ["JUPYTERHUB_API_TOKEN"], None
+    servers = _running_servers()
+    if not servers:
+        raise GPUSchedError(
+            "no running Jupyter server found; start one with `jupyter lab`, or pass --url/--token (or set GPUSCHED_URL)"
+        )
+    cwd = Path.cwd().resolve()
+
+    def score(info: dict[str, Any]) -> tuple[int, int]:
+        root = Path(info.get("root_dir") or info.get("notebook_dir") or "/").resolve()
+        return (int(cwd.is_relative_to(root)), len(root.parts))
+
+    best = max(servers, key=score)
+    return best["url"].rstrip("/") + "/", token or best.get("token") or None, best.get("root_dir")
+
+
+class Client:
+    def __init__(self, url: str | None = None, token: str | None = None, root_dir: str | None = None, timeout: float = 30.0):
+        found_url, found_token, found_root = discover(url, token)
+        self.url = found_url
+        self.root_dir = root_dir or found_root
+        self.timeout = timeout
+        self.session = requests.Session()
+        if found_token:
+            self.session.headers["Authorization"] = f"token {found_token}"
+
+    def _api(self, path: str) -> str:
+        return f"{self.url}gpusched/api/{path.lstrip('/')}"
+
+    def _request(self, method: str, path: str, **kwargs) -> requests.Response:
+        try:
+            r = self.session.request(method, self._api(path), timeout=self.timeout, **kwargs)
+        except requests.RequestException as exc:
+            raise GPUSchedError(f"cannot reach the Jupyter server at {self.url}: {exc.__class__.__name__}") from None
+        if r.status_code >= 400:
+            try:
+                body = r.json()
+            except ValueError:
+                body = {}
+            if r.status_code in (401, 403) and not body.get("message"):
+                body["message"] = "not authorized: pass the server's token (--token or GPUSCHED_TOKEN)"
+            raise GPUSchedError(
+                body.get("message") or f"HTTP {r.status_code} from {path}", r.status_code, body.get("error"), body.get("field")
+            )
+        return r
+
+    # --- notebook paths ---------------------------------------------------------------
+    def server_path(self, notebook: str | os.PathLike) -> str:
+        """A local notebook path as the server sees it (relative to its root)."""
+        p = Path(notebook)
+        if self.root_dir is None:
+            return p.as_posix()
+        root = Path(self.root_dir).resolve()
+        full = (Path.cwd() / p).resolve() if not p.is_absolute() else p.resolve()
+        if not full.is_relative_to(root):
+            raise GPUSchedError(f"{notebook} is outside the server's root folder {root}", field="notebook")
+        return full.relative_to(root).as_posix()
+
+    # --- API -------------------------------------------------------------------------------
+    def submit(self, notebook: str, **fields: Any) -> dict[str, Any]:
+        body = {"notebook": self.server_path(notebook), **{k: v for k, v in fields.items() if v is not None}}
+        return self._request("POST", "jobs", json=body).json()
+
+    def jobs(self, state: str | None = None, tenant: str | None = None, mine: bool = False) -> list[dict[str, Any]]:
+        params = {k: v for k, v in {"state": state, "tenant": tenant, "mine": "true" if mine else None}.items() if v}
+        return self._request("GET", "jobs", params=params).json()["jobs"]
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        return self._request("GET", f"jobs/{quote(job_id, safe='')}").json()
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        return self._request("DELETE", f"jobs/{quote(job_id, safe='')}").json()
+
+    def events(self, job_id: str) -> list[dict[str, Any]]:
+        return self._request("GET", f"jobs/{quote(job_id, safe='')}/events").json()["events"]
+
+    def log(self, job_id: str, offset: int = 0) -> tuple[str, int]:
+        """Log text from byte `offset`, and the offset to ask for next."""
+        r = self._request("GET", f"jobs/{quote(job_id, safe='')}/log", params={"offset": offset})
+        return r.content.decode("utf-8", "replace"), int(r.headers.get("X-Log-Offset", offset + len(r.content)))
+
+    def output(self, job_id: str) -> bytes:
+        return self._request("GET", f"jobs/{quote(job_id, safe='')}/output").content
+
+    def queues(self) -> dict[str, Any]:
+        return self._request("GET", "queues").json()
+
+    def cluster(self) -> dict[str, Any]:
+        return self._request("GET", "cluster").json()

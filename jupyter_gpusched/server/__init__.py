@@ -1,0 +1,3 @@
+from .app import GPUSched
+
+__all__ = ["GPUSched"]

@@ -1,0 +1,277 @@
+"""Thin REST handlers: parse, validate, authorize, call the service, shape the JSON."""
+
+from __future__ import annotations
+
+import getpass
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import url_path_join
+from tornado import web
+
+from ..core import JobState, SpecError
+from ..service import JobNotFound, Service
+from .metrics import render_metrics
+from .validation import ApiError, parse_json_object, parse_submit, resolve_notebook
+
+AUTH_RESOURCE = "gpusched"
+STATES = {s.value for s in JobState}
+
+
+def iso(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
+
+
+def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
+    s = job.spec
+    info = service.info.get(job.id, {})
+    out: dict[str, Any] = {
+        "id": job.id,
+        "state": job.state.value,
+        "notebook": s.notebook,
+        "gpus": s.gpus,
+        "priority": s.priority.label,
+        "tenant": s.tenant,
+        "owner": s.owner,
+        "created": iso(job.submitted_at),
+        "started": iso(job.first_started_at),
+        "finished": iso(job.finished_at),
+        "reason": job.reason,
+        "preemptible": s.preemptible,
+        "max_runtime": s.max_runtime,
+        "allocation": [{"node": node, "gpus": list(ids)} for node, ids in job.allocation],
+        "borrowed": job.borrowed,
+        "attempts": job.attempts,
+        "preemptions": job.preemptions,
+        "progress": info.get("progress"),
+        "message": info.get("message", ""),
+    }
+    if detail:
+        out["parameters"] = dict(s.parameters)
+        out["max_retries"] = s.max_retries
+        out["gpu_type"] = s.gpu_type
+        out["position"] = service.position(job) if job.state is JobState.QUEUED else None
+        out["estimated_start"] = iso(service.estimated_start(job)) if job.state is JobState.QUEUED else None
+    return out
+
+
+class GPUSchedHandler(APIHandler):
+    auth_resource = AUTH_RESOURCE
+
+    @property
+    def service(self) -> Service:
+        service = self.settings["gpusched_service"]
+        service.start()  # idempotent; covers servers that never ran the extension's start hook
+        return service
+
+    @property
+    def user_name(self) -> str:
+        """Who is asking. On a single-user server everyone holding its token is its owner."""
+        if self.settings.get("gpusched_identity_usernames"):
+            return self.current_user.username
+        return self.settings.get("gpusched_owner") or getpass.getuser()
+
+    @property
+    def is_admin(self) -> bool:
+        admins = self.settings.get("gpusched_admin_users")
+        return not admins or self.user_name in admins
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Every error, ours or tornado's, as {"error", "message", "field"}."""
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, ApiError):
+            body = exc.body()
+        elif isinstance(exc, web.HTTPError):
+            body = {"error": _code(exc.status_code), "message": exc.log_message or self._reason, "field": None}
+        else:
+            body = {"error": "internal", "message": "internal server error; see the server log", "field": None}
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(body))
+
+    def fail(self, error: ApiError) -> None:
+        self.set_status(error.status)
+        self.write_error(error.status, exc_info=(type(error), error, None))
+
+    def job_or_404(self, job_id: str):
+        try:
+            job = self.service.get(job_id)
+        except JobNotFound:
+            raise ApiError(404, "not_found", f"no job {job_id!r}", "id") from None
+        if not self.is_admin and job.spec.owner != self.user_name:
+            raise ApiError(404, "not_found", f"no job {job_id!r}", "id")  # others' jobs do not exist for you
+        return job
+
+
+def _code(status: int) -> str:
+    return {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 409: "conflict"}.get(
+        status, "error"
+    )
+
+
+def api_errors(method):
+    """Turn ApiError / SpecError raised by a handler method into the JSON error response."""
+
+    async def wrapper(self, *args, **kwargs):
+        try:
+            return await method(self, *args, **kwargs)
+        except ApiError as err:
+            self.fail(err)
+        except SpecError as err:
+            self.fail(ApiError(400, "invalid_value", err.message, err.field))
+
+    wrapper.__name__ = method.__name__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
+class JobsHandler(GPUSchedHandler):
+    @web.authenticated
+    @authorized
+    @api_errors
+    async def get(self):
+        state = self.get_query_argument("state", None)
+        if state is not None and state.upper() not in STATES:
+            raise ApiError(400, "invalid_value", f"unknown state {state!r}; use one of {', '.join(sorted(STATES))}", "state")
+        mine = self.get_query_argument("mine", "false").lower() in ("1", "true", "yes")
+        owner = self.user_name if (mine or not self.is_admin) else None
+        jobs = self.service.jobs(state=state.upper() if state else None, tenant=self.get_query_argument("tenant", None), owner=owner)
+        self.finish({"jobs": [job_json(self.service, j) for j in jobs]})
+
+    @web.authenticated
+    @authorized
+    @api_errors
+    async def post(self):
+        args = parse_submit(parse_json_object(self.request.body))
+        args["notebook"] = resolve_notebook(self.settings["server_root_dir"], args["notebook"])
+        job = self.service.submit(owner=self.user_name, **args)
+        self.set_status(201)
+        self.set_header("Location", url_path_join(self.base_url, "gpusched/api/jobs", job.id))
+        self.finish(job_json(self.service, job, detail=True))
+
+
+class JobHandler(GPUSchedHandler):
+    @web.authenticated
+    @authorized
+    @api_errors
+    async def get(self, job_id: str):
+        self.finish(job_json(self.service, self.job_or_404(job_id), detail=True))
+
+    @web.authenticated
+    @authorized
+    @api_errors
+    async def delete(self, job_id: str):
+        job = self.job_or_404(job_id)
+        if job.state.terminal:
+            raise ApiError(409, "conflict", f"job {job_id} already ended ({job.state.value}); nothing to cancel", "id")
+        self.service.cancel(job_id, actor=self.user_name)
+        self.finish(job_json(self.service, job, detail=True))
+
+
+class JobEventsHandler(GPUSchedHandler):
+    @web.authenticated
+    @authorized
+    @api_errors
+    async def get(self, job_id: str):
+        self.job_or_404(job_id)
+        events = [
+            {"time": iso(e.time), "from": e.src.value if e.src else None, "to": e.dst.value, "reason": e.reason, "actor": e.actor}
+            for e in self.service.events(job_id)
+        ]
+        self.finish({"events": events})
+
+
+class JobLogHandler(GPUSchedHandler):
+    @web.authenticated
+    @authorized
+    @api_errors
+    async def get(self, job_id: str):
+        """The job's log as text. `?offset=N` returns only what follows byte N, so a client
+        can follow a running job; the X-Log-Offset header gives the next offset."""
+        self.job_or_404(job_id)
+        try:
+            offset = int(self.get_query_argument("offset", "0"))
+        except ValueError:
+            raise ApiError(400, "wrong_type", "offset must be a whole number of bytes", "offset") from None
+        if offset < 0:
+            raise ApiError(400, "invalid_value", "offset must be 0 or more", "offset")
+        path = self.service.log_file(job_id)
+        data = b""
+        if path.is_file():
+            with open(path, "rb") as f:
+                f.seek(offset)
+                data = f.read()
+        self.set_header("X-Log-Offset", str(offset + len(data)))
+        self.finish(data, set_content_type="text/plain; charset=utf-8")
+
+
+class JobOutputHandler(GPUSchedHandler):
+    @web.authenticated
+    @authorized
+    @api_errors
+    async def get(self, job_id: str):
+        job = self.job_or_404(job_id)
+        path = self.service.output_file(job_id)
+        if not path.is_file():
+            raise ApiError(
+                409 if not job.state.terminal else 404,
+                "not_ready" if not job.state.terminal else "not_found",
+                f"job {job_id} has no executed notebook yet (it is {job.state.value})"
+                if not job.state.terminal
+                else f"job {job_id} ended ({job.state.value}) without an executed notebook",
+                "id",
+            )
+        self.set_header("Content-Disposition", f'attachment; filename="{job_id}.ipynb"')
+        with open(path, "rb") as f:
+            self.finish(f.read(), set_content_type="application/x-ipynb+json")
+
+
+class QueuesHandler(GPUSchedHandler):
+    @web.authenticated
+    @authorized
+    @api_errors
+    async def get(self):
+        self.finish({"policy": self.service.scheduler.policy.name, "queues": self.service.queues()})
+
+
+class ClusterHandler(GPUSchedHandler):
+    @web.authenticated
+    @authorized
+    @api_errors
+    async def get(self):
+        self.finish(self.service.cluster())
+
+
+class MetricsHandler(GPUSchedHandler):
+    """An API handler, so a scraper without a token gets 403, not a login page."""
+
+    @web.authenticated
+    @authorized
+    async def get(self):
+        self.finish(render_metrics(self.service), set_content_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+class NotFoundHandler(GPUSchedHandler):
+    """Unknown paths under the API get our JSON error too."""
+
+    @api_errors
+    async def prepare(self):
+        raise ApiError(404, "not_found", f"no API endpoint at {self.request.path}")
+
+
+def handlers(base_url: str) -> list[tuple[str, type]]:
+    api = url_path_join(base_url, "gpusched", "api")
+    job = r"/jobs/(?P<job_id>[A-Za-z0-9_.\-]+)"
+    return [
+        (api + "/jobs", JobsHandler),
+        (api + job, JobHandler),
+        (api + job + "/events", JobEventsHandler),
+        (api + job + "/log", JobLogHandler),
+        (api + job + "/output", JobOutputHandler),
+        (api + "/queues", QueuesHandler),
+        (api + "/cluster", ClusterHandler),
+        (url_path_join(base_url, "gpusched", "metrics"), MetricsHandler),
+        (api + "(/.*)?", NotFoundHandler),
+    ]

@@ -1,0 +1,55 @@
+"""`/gpusched/metrics` in the Prometheus text exposition format."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from ..core import JobState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..service import Service
+
+
+def _esc(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def render_metrics(service: Service) -> str:
+    s = service.scheduler
+    c = s.cluster
+    lines: list[str] = []
+
+    def metric(name: str, kind: str, help_: str, samples: list[tuple[dict[str, str], float]]) -> None:
+        lines.append(f"# HELP {name} {help_}")
+        lines.append(f"# TYPE {name} {kind}")
+        for labels, value in samples:
+            lab = ",".join(f'{k}="{_esc(v)}"' for k, v in sorted(labels.items()))
+            lines.append(f"{name}{{{lab}}} {value}" if lab else f"{name} {value}")
+
+    fenced = sum(len(c.fenced_on(n)) for n in c.node_names)
+    metric("gpusched_gpus_total", "gauge", "GPUs in the cluster.", [({}, c.total_gpus)])
+    metric("gpusched_gpus_allocated", "gauge", "GPUs allocated to jobs.", [({}, c.total_gpus - c.free_gpus - fenced)])
+    metric("gpusched_gpus_fenced", "gauge", "GPUs kept out of placement by health checks.", [({}, fenced)])
+    by_state = Counter((j.state.value, j.tenant, j.spec.priority.label) for j in s.jobs.values())
+    metric(
+        "gpusched_jobs",
+        "gauge",
+        "Jobs by state, tenant and priority.",
+        [({"state": st, "tenant": t, "priority": p}, n) for (st, t, p), n in sorted(by_state.items())],
+    )
+    q = s.queues_view()
+    metric("gpusched_tenant_quota_gpus", "gauge", "Guaranteed GPUs per tenant.", [({"tenant": t}, v["quota"]) for t, v in q.items()])
+    metric("gpusched_tenant_used_gpus", "gauge", "GPUs in use per tenant.", [({"tenant": t}, v["used"]) for t, v in q.items()])
+    metric("gpusched_tenant_borrowed_gpus", "gauge", "GPUs borrowed beyond quota per tenant.", [({"tenant": t}, v["borrowed"]) for t, v in q.items()])
+    metric("gpusched_tenant_queued_gpus", "gauge", "GPUs requested by queued jobs per tenant.", [({"tenant": t}, v["queued_gpus"]) for t, v in q.items()])
+    preempted = sum(j.preemptions for j in s.jobs.values())
+    metric("gpusched_preemptions_total", "counter", "Preemptions since the store began.", [({}, preempted)])
+    ended = Counter(j.state.value for j in s.jobs.values() if j.state.terminal)
+    metric(
+        "gpusched_jobs_finished_total",
+        "counter",
+        "Jobs that ended, by final state.",
+        [({"state": st.value}, ended.get(st.value, 0)) for st in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)],
+    )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,340 @@
+"""The live service: store + core + backend + clock.
+
+One asyncio task drives it (`run`): each tick it takes the backend's news (started,
+heartbeats, exits), applies the health rules, runs one scheduling pass, carries the
+decisions out on the backend, and writes every changed job and event to the store.
+All core access happens on the event loop thread, so the core needs no locks.
+Submissions are written to the store before they are acknowledged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .backends.base import Backend, BackendError, BackendUpdate, LaunchRequest, log_path, output_path
+from .core import (
+    Admit,
+    Cluster,
+    Job,
+    JobSpec,
+    JobState,
+    Pool,
+    Preempt,
+    Priority,
+    Scheduler,
+    SchedulerConfig,
+    SpecError,
+    Tenant,
+)
+from .core.health import HealthConfig, lost_jobs
+from .store import Store
+
+log = logging.getLogger("jupyter_gpusched")
+
+
+@dataclass
+class ServiceConfig:
+    db_url: str
+    data_dir: Path  # job folders live under data_dir / "jobs"
+    root_dir: Path  # notebooks are resolved inside it
+    policy: str = "dynamic"
+    tenants: tuple[Tenant, ...] = ()
+    default_tenant: str = "default"
+    user_tenants: Mapping[str, str] = field(default_factory=dict)
+    pools: tuple[Pool, ...] = ()
+    aging_interval: float = 3600.0
+    tick_interval: float = 0.5
+    health: HealthConfig = field(default_factory=HealthConfig)
+
+
+class JobNotFound(KeyError):
+    pass
+
+
+class Service:
+    def __init__(self, config: ServiceConfig, backend: Backend, clock: Callable[[], float] = time.time):
+        self.config = config
+        self.backend = backend
+        self.clock = clock
+        self.store = Store(config.db_url)
+        self.jobs_dir = Path(config.data_dir) / "jobs"
+        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        tenants = list(config.tenants)
+        nodes = backend.inventory()
+        if not any(t.name == config.default_tenant for t in tenants):
+            # An unconfigured install has one tenant that owns the whole cluster.
+            tenants.append(Tenant(config.default_tenant, quota=sum(n.gpus for n in nodes) if not tenants else 0))
+        self.scheduler = Scheduler(
+            Cluster(nodes, config.pools),
+            tenants,
+            config.policy,
+            SchedulerConfig(aging_interval=config.aging_interval, strict_tenants=True),
+        )
+        self.info: dict[str, dict[str, Any]] = {}  # job id -> driver facts (job dir, heartbeat, progress, message)
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._last_usage_minute: int | None = None
+        self._recover()
+
+    # --- start / stop -------------------------------------------------------------------
+    def _recover(self) -> None:
+        """Reload the store. Queued jobs keep their place; jobs that were running when the
+        previous server died are reaped and marked lost (requeued or failed by retries)."""
+        now = self.clock()
+        touched = []
+        for job, info in self.store.load_jobs():
+            self.info[job.id] = info
+            if job.state.holds_gpus:
+                job_dir = Path(info.get("job_dir", self.jobs_dir / job.id))
+                if self.backend.reap_orphan(job_dir):
+                    log.warning("killed the runner of job %s left from before the restart", job.id)
+                self.scheduler.recover(job, now, "the server stopped while the job was active")
+                touched.append(job)
+            else:
+                self.scheduler.restore(job)
+        self._persist(touched)
+        if touched:
+            log.info("recovered %d jobs that were active before the restart", len(touched))
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_event_loop().create_task(self.run())
+
+    async def stop(self) -> None:
+        """Stop the loop. Running jobs keep running in their own process groups; the next
+        start reaps and requeues them, so nothing acknowledged is lost."""
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+        self.store.close()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                self.tick()
+            except Exception:  # never let one bad tick stop the scheduler
+                log.exception("scheduler tick failed")
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.config.tick_interval)
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+
+    def kick(self) -> None:
+        """Ask for a pass soon (after a submit or cancel) instead of waiting for the tick."""
+        self._wake.set()
+
+    # --- one tick ---------------------------------------------------------------------------
+    def tick(self) -> None:
+        now = self.clock()
+        s = self.scheduler
+        touched: dict[str, Job] = {}
+        for update in self.backend.poll():
+            job = self._apply_update(update)
+            if job is not None:
+                touched[job.id] = job
+        heartbeats = {jid: i["heartbeat_at"] for jid, i in self.info.items() if i.get("heartbeat_at") and jid in s.active}
+        for jid in lost_jobs(list(s.active.values()), heartbeats, now, self.config.health):
+            self.backend.kill(jid, "no heartbeat")
+            touched[jid] = s.lost(jid, now, "no heartbeat from the runner")
+        for decision in s.schedule(now):
+            job = s.jobs[decision.job_id]
+            touched[job.id] = job
+            if isinstance(decision, Admit):
+                self._launch(job, now)
+            elif isinstance(decision, Preempt):
+                self.backend.kill(job.id, decision.reason)
+        self._persist(touched.values())
+        self._record_usage(now)
+
+    def _apply_update(self, u: BackendUpdate) -> Job | None:
+        s = self.scheduler
+        job = s.jobs.get(u.job_id)
+        if job is None or not job.state.holds_gpus:
+            return None  # news about a job we already stopped (cancel, preemption)
+        info = self.info.setdefault(job.id, {})
+        info["heartbeat_at"] = u.time
+        if u.progress is not None:
+            info["progress"] = list(u.progress)
+        if u.kind == "started" and job.state is JobState.ADMITTED:
+            s.started(job.id, u.time)
+        elif u.kind == "heartbeat" and job.state is JobState.ADMITTED:
+            s.started(job.id, u.time)
+        elif u.kind in ("succeeded", "failed"):
+            if job.state is JobState.ADMITTED:
+                s.started(job.id, u.time)
+            info["message"] = u.message
+            s.finished(job.id, u.time, ok=u.kind == "succeeded", reason=u.message)
+        return job
+
+    def _launch(self, job: Job, now: float) -> None:
+        job_dir = self.jobs_dir / job.id
+        job_dir.mkdir(parents=True, exist_ok=True)
+        info = self.info.setdefault(job.id, {})
+        info.update(job_dir=str(job_dir), heartbeat_at=now, progress=None, message="")
+        notebook = (self.config.root_dir / job.spec.notebook).resolve()
+        gpu_ids = tuple(g for _, ids in job.allocation for g in ids)
+        try:
+            self.backend.launch(
+                LaunchRequest(
+                    job_id=job.id,
+                    notebook=notebook,
+                    cwd=notebook.parent,
+                    parameters=dict(job.spec.parameters),
+                    gpu_ids=gpu_ids,
+                    job_dir=job_dir,
+                    max_runtime=job.spec.max_runtime,
+                )
+            )
+        except (BackendError, OSError) as exc:
+            log.warning("could not start job %s: %s", job.id, exc)
+            info["message"] = f"could not start: {exc}"
+            self.scheduler.finished(job.id, now, ok=False, reason=info["message"])
+
+    def _persist(self, jobs) -> None:
+        jobs = list(jobs)
+        events = self.scheduler.drain_events()
+        self.store.record(jobs, events, {j.id: self.info.get(j.id, {}) for j in jobs})
+
+    def _record_usage(self, now: float) -> None:
+        minute = int(now // 60)
+        if minute == self._last_usage_minute:
+            return
+        self._last_usage_minute = minute
+        per_tenant: dict[str, list[int]] = {t: [0, 0] for t in self.scheduler.ledger.tenants}
+        for job in self.scheduler.queue:
+            per_tenant.setdefault(job.tenant, [0, 0])[0] += job.gpus
+        for job in self.scheduler.active.values():
+            row = per_tenant.setdefault(job.tenant, [0, 0])
+            row[0] += job.gpus
+            row[1] += job.gpus
+        self.store.record_usage(minute, {t: (r, a) for t, (r, a) in per_tenant.items()})
+
+    # --- the API the handlers call ---------------------------------------------------------------
+    def tenant_for(self, user: str, requested: str | None) -> str:
+        return requested or self.config.user_tenants.get(user) or self.config.default_tenant
+
+    def submit(
+        self,
+        *,
+        notebook: str,
+        owner: str,
+        gpus: int = 1,
+        priority: str = "normal",
+        tenant: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        max_runtime: float | None = None,
+        preemptible: bool = False,
+        max_retries: int = 2,
+        gpu_type: str | None = None,
+    ) -> Job:
+        """Validate, queue and durably record a job. Raises SpecError on bad input."""
+        try:
+            prio = Priority.parse(priority)
+        except ValueError as exc:
+            raise SpecError("priority", str(exc)) from None
+        spec = JobSpec(
+            notebook=notebook,
+            gpus=gpus,
+            priority=prio,
+            tenant=self.tenant_for(owner, tenant),
+            owner=owner,
+            parameters=dict(parameters or {}),
+            max_runtime=max_runtime,
+            preemptible=preemptible,
+            max_retries=max_retries,
+            gpu_type=gpu_type,
+            est_runtime=None,
+        )
+        job = self.scheduler.submit(spec, self.clock(), job_id=uuid.uuid4().hex[:12])
+        self.info[job.id] = {"job_dir": str(self.jobs_dir / job.id)}
+        self._persist([job])
+        self.kick()
+        return job
+
+    def get(self, job_id: str) -> Job:
+        job = self.scheduler.jobs.get(job_id)
+        if job is None:
+            raise JobNotFound(job_id)
+        return job
+
+    def cancel(self, job_id: str, actor: str) -> Job:
+        job = self.get(job_id)
+        was_active = job.state.holds_gpus
+        self.scheduler.cancel(job_id, self.clock(), actor=actor, reason=f"cancelled by {actor}")
+        if was_active:
+            self.backend.kill(job_id, "cancelled")
+        self._persist([job])
+        self.kick()
+        return job
+
+    def jobs(self, *, state: str | None = None, tenant: str | None = None, owner: str | None = None) -> list[Job]:
+        out = []
+        for job in self.scheduler.jobs.values():
+            if state is not None and job.state.value != state:
+                continue
+            if tenant is not None and job.tenant != tenant:
+                continue
+            if owner is not None and job.spec.owner != owner:
+                continue
+            out.append(job)
+        out.sort(key=lambda j: j.seq, reverse=True)  # newest first
+        return out
+
+    def events(self, job_id: str):
+        self.get(job_id)
+        return self.store.events(job_id)
+
+    def log_file(self, job_id: str) -> Path:
+        return log_path(Path(self.info.get(self.get(job_id).id, {}).get("job_dir", self.jobs_dir / job_id)))
+
+    def output_file(self, job_id: str) -> Path:
+        return output_path(Path(self.info.get(self.get(job_id).id, {}).get("job_dir", self.jobs_dir / job_id)))
+
+    def position(self, job: Job) -> int | None:
+        return self.scheduler.position(job.id)
+
+    def estimated_start(self, job: Job) -> float | None:
+        est = self.scheduler.estimate_start(job.id, self.clock())
+        return None if est is None or math.isinf(est) else est
+
+    def queues(self) -> dict[str, dict]:
+        return self.scheduler.queues_view()
+
+    def cluster(self) -> dict[str, Any]:
+        c = self.scheduler.cluster
+        nodes = []
+        for name in c.node_names:
+            nodes.append(
+                {
+                    "name": name,
+                    "pool": c.pool_of(name),
+                    "gpus": c.capacity(name),
+                    "free": c.free_on(name),
+                    "fenced": list(c.fenced_on(name)),
+                    "jobs": sorted(self.scheduler.on_node.get(name, ())),
+                }
+            )
+        allocated = c.total_gpus - c.free_gpus - sum(len(n["fenced"]) for n in nodes)
+        return {
+            "backend": self.backend.name,
+            "policy": self.scheduler.policy.name,
+            "total_gpus": c.total_gpus,
+            "free_gpus": c.free_gpus,
+            "allocated_gpus": allocated,
+            "utilization": allocated / c.total_gpus if c.total_gpus else 0.0,
+            "nodes": nodes,
+            "pools": [{"name": p.name, "spot": p.spot, "price_per_gpu_hour": p.price_per_gpu_hour} for p in c.pools.values()],
+        }
