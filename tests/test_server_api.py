@@ -201,3 +201,21 @@ async def test_requests_without_token_are_rejected(jp_fetch, jp_http_port, jp_ba
     with pytest.raises(HTTPClientError) as exc:  # a browser-style POST without the XSRF token
         await client.fetch(f"http://localhost:{jp_http_port}{jp_base_url}gpusched/api/jobs", method="POST", body="{}")
     assert exc.value.code in (401, 403)
+
+
+async def test_list_is_paginated_newest_first(api, jp_root_dir):
+    make_notebook(jp_root_dir / "sleep.ipynb", "import time; time.sleep(30)")
+    ids = []
+    for _ in range(3):
+        code, job = await api("POST", "jobs", {"notebook": "sleep.ipynb", "gpus": 2})
+        ids.append(job["id"])
+    code, first = await api("GET", "jobs", limit="2")
+    assert [j["id"] for j in first["jobs"]] == ids[::-1][:2] and first["total"] == 3 and first["next_offset"] == 2
+    code, rest = await api("GET", "jobs", limit="2", offset="2")
+    assert [j["id"] for j in rest["jobs"]] == [ids[0]] and rest["next_offset"] is None
+    code, err = await api("GET", "jobs", limit="0")
+    assert code == 400 and err["field"] == "limit"
+    code, err = await api("GET", "jobs", offset="x")
+    assert code == 400 and err["error"] == "wrong_type"
+    for i in ids:
+        await api("DELETE", f"jobs/{i}")

@@ -19,6 +19,8 @@ from .validation import ApiError, parse_json_object, parse_submit, resolve_noteb
 
 AUTH_RESOURCE = "gpusched"
 STATES = {s.value for s in JobState}
+DEFAULT_PAGE = 1000  # jobs per list response unless ?limit= says otherwise
+MAX_PAGE = 10000
 
 
 def iso(t: float | None) -> str | None:
@@ -137,8 +139,30 @@ class JobsHandler(GPUSchedHandler):
             raise ApiError(400, "invalid_value", f"unknown state {state!r}; use one of {', '.join(sorted(STATES))}", "state")
         mine = self.get_query_argument("mine", "false").lower() in ("1", "true", "yes")
         owner = self.user_name if (mine or not self.is_admin) else None
+        limit = self._int_arg("limit", DEFAULT_PAGE, 1, MAX_PAGE)
+        offset = self._int_arg("offset", 0, 0, None)
         jobs = self.service.jobs(state=state.upper() if state else None, tenant=self.get_query_argument("tenant", None), owner=owner)
-        self.finish({"jobs": [job_json(self.service, j) for j in jobs]})
+        page = jobs[offset : offset + limit]
+        self.finish(
+            {
+                "jobs": [job_json(self.service, j) for j in page],
+                "total": len(jobs),
+                "next_offset": offset + limit if offset + limit < len(jobs) else None,
+            }
+        )
+
+    def _int_arg(self, name: str, default: int, low: int, high: int | None) -> int:
+        raw = self.get_query_argument(name, None)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ApiError(400, "wrong_type", f"{name} must be a whole number", name) from None
+        if value < low or (high is not None and value > high):
+            bound = f"at least {low}" if high is None else f"between {low} and {high}"
+            raise ApiError(400, "invalid_value", f"{name} must be {bound}", name)
+        return value
 
     @web.authenticated
     @authorized

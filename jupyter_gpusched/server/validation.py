@@ -7,6 +7,7 @@ Whether a job can ever run (GPU counts, tenant limits) is the core's call (SpecE
 from __future__ import annotations
 
 import json
+import keyword
 import math
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -124,7 +125,7 @@ def parse_parameters(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _wrong_type("parameters", "an object of name: value", value)
     for key in value:
-        if not key.isidentifier():
+        if not key.isidentifier() or keyword.iskeyword(key):
             raise ApiError(400, "invalid_value", f"parameter name {key!r} is not a valid Python identifier", f"parameters.{key}")
     return value
 
