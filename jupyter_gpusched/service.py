@@ -34,7 +34,7 @@ from .core import (
     SpecError,
     Tenant,
 )
-from .core.health import HealthConfig, lost_jobs
+from .core.health import HealthConfig, leaked_gpus, lost_jobs, zombie_processes
 from .store import Store
 
 log = logging.getLogger("jupyter_gpusched")
@@ -52,6 +52,7 @@ class ServiceConfig:
     pools: tuple[Pool, ...] = ()
     aging_interval: float = 3600.0
     tick_interval: float = 0.5
+    memory_check_interval: float = 30.0  # seconds between GPU-memory leak checks
     health: HealthConfig = field(default_factory=HealthConfig)
 
 
@@ -82,6 +83,7 @@ class Service:
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._last_usage_minute: int | None = None
+        self._last_memory_check = -math.inf
         self._recover()
 
     # --- start / stop -------------------------------------------------------------------
@@ -149,6 +151,10 @@ class Service:
         for jid in lost_jobs(list(s.active.values()), heartbeats, now, self.config.health):
             self.backend.kill(jid, "no heartbeat")
             touched[jid] = s.lost(jid, now, "no heartbeat from the runner")
+        self._reap_zombies()
+        if now - self._last_memory_check >= self.config.memory_check_interval:
+            self._last_memory_check = now
+            self._fence_leaky_gpus()
         for decision in s.schedule(now):
             job = s.jobs[decision.job_id]
             touched[job.id] = job
@@ -158,6 +164,30 @@ class Service:
                 self.backend.kill(job.id, decision.reason)
         self._persist(touched.values())
         self._record_usage(now)
+
+    def _reap_zombies(self) -> None:
+        """Kill processes the backend still runs for jobs the scheduler no longer counts as active."""
+        for job_id in zombie_processes(self.scheduler.active, self.backend.running()):
+            log.warning("killing zombie process of job %s", job_id)
+            self.backend.kill(job_id, "zombie: the job is no longer active")
+
+    def _fence_leaky_gpus(self) -> None:
+        """Keep GPUs that hold memory with no job on them out of placement until they are clean."""
+        cluster = self.scheduler.cluster
+        used = self.backend.gpu_memory_used_mib()
+        if not used and not any(cluster.fenced_on(n) for n in cluster.node_names):
+            return  # nothing reported and nothing fenced
+        allocated = [(node, g) for job in self.scheduler.active.values() for node, ids in job.allocation for g in ids]
+        leaky = set(leaked_gpus(used, allocated, self.config.health))
+        for node in cluster.node_names:
+            for gpu in cluster.fenced_on(node):
+                if (node, gpu) not in leaky:
+                    cluster.unfence(node, gpu)
+                    log.info("GPU %s:%d is clean again", node, gpu)
+        for node, gpu in sorted(leaky):
+            if node in cluster and gpu not in cluster.fenced_on(node):
+                cluster.fence(node, gpu)
+                log.warning("GPU %s:%d holds %.0f MiB with no job on it: fenced until it is clean", node, gpu, used[(node, gpu)])
 
     def _apply_update(self, u: BackendUpdate) -> Job | None:
         s = self.scheduler

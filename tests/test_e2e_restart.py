@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import requests
+
 from conftest import make_notebook
 
 pytestmark = pytest.mark.timeout(240)

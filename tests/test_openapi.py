@@ -9,11 +9,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from conftest import make_notebook, wait_for_state
 from openapi_spec_validator import validate
 
 import jupyter_gpusched.server as server_pkg
 from jupyter_gpusched.server.handlers import handlers
+
+from conftest import make_notebook, wait_for_state
 
 SPEC = yaml.safe_load((Path(server_pkg.__file__).parent / "openapi.yaml").read_text())
 

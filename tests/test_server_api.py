@@ -8,6 +8,7 @@ import os
 
 import nbformat
 import pytest
+
 from conftest import make_notebook, wait_for_state
 
 pytestmark = pytest.mark.timeout(180)
