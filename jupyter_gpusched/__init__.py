@@ -7,3 +7,10 @@ def _jupyter_server_extension_points():
     from .server.app import GPUSched
 
     return [{"module": "jupyter_gpusched", "app": GPUSched}]
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext jupyter_gpusched` registers the %gpusched magics."""
+    from .magic import load_ipython_extension as load
+
+    load(ipython)

@@ -46,11 +46,11 @@ def _job_line(j: dict[str, Any]) -> list[str]:
     ]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="jupyter gpusched", description="Queue notebooks as GPU jobs on a Jupyter server.")
+def build_parser(prog: str = "jupyter gpusched", parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = parser_class(prog=prog, description="Queue notebooks as GPU jobs on a Jupyter server.")
     p.add_argument("--url", help="server URL (default: GPUSCHED_URL, else the running Jupyter server)")
     p.add_argument("--token", help="server token (default: GPUSCHED_TOKEN, else the running server's)")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=parser_class)
 
     s = sub.add_parser("submit", help="queue a notebook as a GPU job")
     s.add_argument("notebook", help="path of the .ipynb (inside the server's root folder)")
@@ -88,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true")
     cl = sub.add_parser("cluster", help="nodes, GPUs and utilisation")
     cl.add_argument("--json", action="store_true")
+
+    f = sub.add_parser("forecast", help="GPU demand: recent history per tenant, and the forecast where the server has one")
+    f.add_argument("--minutes", type=int, default=24 * 60, help="history window (default: a day)")
+    f.add_argument("--json", action="store_true")
 
     sub.add_parser("bench", help="replay a trace in the simulator and compare policies (see `bench --help`)", add_help=False)
     return p
@@ -186,6 +190,24 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
             print(f"{c['backend']} backend, {c['policy']} policy: {c['allocated_gpus']}/{c['total_gpus']} GPUs allocated ({c['utilization']:.0%})", file=out)
             rows = [[n["name"], n["pool"], str(n["gpus"]), str(n["free"]), ",".join(n["jobs"])] for n in c["nodes"]]
             print(_table(rows, ["NODE", "POOL", "GPUS", "FREE", "JOBS"]), file=out)
+    elif cmd == "forecast":
+        usage = client.usage(args.minutes)
+        forecast = client.forecast()
+        if args.json:
+            print(json.dumps({"usage": usage, "forecast": forecast}, indent=2), file=out)
+            return 0
+        rows = []
+        for tenant, s in sorted(usage["tenants"].items()):
+            req, alloc = s["requested"], s["allocated"]
+            rows.append([tenant, str(req[-1]), str(max(req)), f"{sum(req) / len(req):.1f}", str(alloc[-1]), str(max(alloc))])
+        span = f"{len(usage['minutes'])} minutes recorded" if usage["minutes"] else "no history yet"
+        print(f"GPU demand, last {args.minutes} min ({span}):", file=out)
+        if rows:
+            print(_table(rows, ["TENANT", "REQ NOW", "REQ PEAK", "REQ MEAN", "ALLOC NOW", "ALLOC PEAK"]), file=out)
+        if forecast is None:
+            print("no forecaster on this server yet: showing history only", file=out)
+        else:
+            print(json.dumps(forecast, indent=2), file=out)
     return 0
 
 

@@ -136,3 +136,16 @@ class Client:
 
     def cluster(self) -> dict[str, Any]:
         return self._request("GET", "cluster").json()
+
+    def usage(self, minutes: int = 24 * 60, tenant: str | None = None) -> dict[str, Any]:
+        params = {"minutes": minutes, **({"tenant": tenant} if tenant else {})}
+        return self._request("GET", "usage", params=params).json()
+
+    def forecast(self, **params: Any) -> dict[str, Any] | None:
+        """The server's demand forecast, or None where the server has no forecaster."""
+        try:
+            return self._request("GET", "forecast", params=params).json()
+        except GPUSchedError as exc:
+            if exc.status == 404 and exc.error == "not_found" and exc.field is None:
+                return None
+            raise

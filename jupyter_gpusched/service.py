@@ -340,6 +340,19 @@ class Service:
         est = self.scheduler.estimate_start(job.id, self.clock())
         return None if est is None or math.isinf(est) else est
 
+    def usage(self, minutes: int, tenant: str | None = None) -> dict[str, Any]:
+        """GPU demand history over the last `minutes`, as aligned per-tenant series."""
+        since = int(self.clock() // 60) - minutes + 1
+        rows = self.store.usage(tenant=tenant, since_minute=since)
+        stamps = sorted({m for m, _, _, _ in rows})
+        index = {m: i for i, m in enumerate(stamps)}
+        series: dict[str, dict[str, list[int]]] = {}
+        for m, t, requested, allocated in rows:
+            s = series.setdefault(t, {"requested": [0] * len(stamps), "allocated": [0] * len(stamps)})
+            s["requested"][index[m]] = requested
+            s["allocated"][index[m]] = allocated
+        return {"minutes": [m * 60.0 for m in stamps], "tenants": series}
+
     def queues(self) -> dict[str, dict]:
         return self.scheduler.queues_view()
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -87,3 +93,79 @@ async def wait_for_state(api, job_id: str, states: set[str], timeout: float = 60
         if time.monotonic() > deadline:
             raise AssertionError(f"job {job_id} still {job['state']} after {timeout}s (seen {seen}): {job}")
         await asyncio.sleep(0.1)
+
+
+# --- a real `jupyter server` process, for tests that talk to it synchronously --------------
+@dataclass
+class LiveServer:
+    root: Path
+    data: Path
+    runtime: Path
+    port: int
+    token: str
+    log: Path
+    proc: subprocess.Popen | None = None
+    extra_args: tuple[str, ...] = ()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def start(self, timeout: float = 60.0) -> LiveServer:
+        import requests
+
+        env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.runtime))
+        self.proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root", f"--port={self.port}",
+                "--ip=127.0.0.1", f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
+                f"--GPUSched.data_dir={self.data}", "--GPUSched.tick_interval=0.2", *self.extra_args,
+            ],
+            stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                r = requests.get(f"{self.url}gpusched/api/cluster", headers={"Authorization": f"token {self.token}"}, timeout=2)
+                if r.status_code == 200:
+                    return self
+            except requests.ConnectionError:
+                pass
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited early:\n{self.log.read_text()[-3000:]}")
+            time.sleep(0.3)
+        raise AssertionError(f"server did not come up:\n{self.log.read_text()[-3000:]}")
+
+    def kill(self) -> None:
+        """Die without cleaning up, as a crash would (jobs' runners live on)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def new_live_server(base: Path, *extra_args: str) -> LiveServer:
+    for sub in ("root", "data", "runtime"):
+        (base / sub).mkdir(parents=True, exist_ok=True)
+    return LiveServer(base / "root", base / "data", base / "runtime", free_port(), "live-test-token", base / "server.log", extra_args=extra_args)
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory):
+    """One real server (2 virtual GPUs) shared by a test module."""
+    server = new_live_server(tmp_path_factory.mktemp("live"), "--GPUSched.local_gpus=2").start()
+    yield server
+    server.stop()

@@ -5,50 +5,19 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-import requests
 
-from conftest import make_notebook
+from conftest import make_notebook, new_live_server
 
 pytestmark = pytest.mark.timeout(240)
-TOKEN = "e2e-test-token"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(root: Path, data_dir: Path, port: int, log: Path, runtime_dir: Path) -> subprocess.Popen:
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime_dir))
-    proc = subprocess.Popen(
-        [
-            sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root", f"--port={port}", "--ip=127.0.0.1",
-            f"--ServerApp.token={TOKEN}", f"--ServerApp.root_dir={root}",
-            f"--GPUSched.data_dir={data_dir}", "--GPUSched.local_gpus=1", "--GPUSched.tick_interval=0.2",
-        ],
-        stdout=open(log, "ab"), stderr=subprocess.STDOUT, env=env, start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            r = requests.get(f"http://127.0.0.1:{port}/gpusched/api/cluster", headers={"Authorization": f"token {TOKEN}"}, timeout=2)
-            if r.status_code == 200:
-                return proc
-        except requests.ConnectionError:
-            pass
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited early:\n{log.read_text()[-3000:]}")
-        time.sleep(0.3)
-    raise AssertionError(f"server did not come up:\n{log.read_text()[-3000:]}")
+TOKEN = "live-test-token"
 
 
 def cli(port: int, *args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -78,13 +47,11 @@ def wait_states(port: int, cwd: Path, want: dict[str, set[str]], timeout: float 
 
 
 def test_kill_and_restart_loses_nothing(tmp_path):
-    root, data, runtime = tmp_path / "root", tmp_path / "data", tmp_path / "runtime"
-    root.mkdir()
+    server = new_live_server(tmp_path, "--GPUSched.local_gpus=1")
+    root, data, port = server.root, server.data, server.port
     make_notebook(root / "long.ipynb", "import time\nprint('long start', flush=True)\ntime.sleep(6)\nprint('long done')")
     make_notebook(root / "quick.ipynb", "print('quick', n)", parameters="n = 0")
-    port = free_port()
-    log = tmp_path / "server.log"
-    server = start_server(root, data, port, log, runtime)
+    server.start()
     try:
         out = cli(port, "submit", "long.ipynb", cwd=root)
         assert out.returncode == 0, out.stderr
@@ -98,11 +65,10 @@ def test_kill_and_restart_loses_nothing(tmp_path):
         runner_pid = int((data / "jobs" / long_id / "pid").read_text().split()[0])
         assert alive(runner_pid)
 
-        os.killpg(server.pid, signal.SIGKILL)  # the server dies; the runner, in its own session, does not
-        server.wait(10)
+        server.kill()  # the server dies; the runner, in its own session, does not
         assert alive(runner_pid)
 
-        server = start_server(root, data, port, log, runtime)
+        server.start()
         deadline = time.monotonic() + 10
         while alive(runner_pid) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -130,11 +96,7 @@ def test_kill_and_restart_loses_nothing(tmp_path):
         bad = cli(port, "cancel", long_id, cwd=root)
         assert bad.returncode == 2 and "already ended" in bad.stderr
     finally:
-        try:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(server.pid, signal.SIGKILL)
+        server.stop()
 
 
 def test_cli_without_a_server_says_so(tmp_path):

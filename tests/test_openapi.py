@@ -80,6 +80,11 @@ async def test_responses_match_the_spec(api, jp_root_dir):
     check("/gpusched/api/queues", "GET", code, q)
     code, c = await api("GET", "cluster")
     check("/gpusched/api/cluster", "GET", code, c)
+    code, u = await api("GET", "usage", minutes="60")
+    check("/gpusched/api/usage", "GET", code, u)
+    assert u["tenants"]["default"]["allocated"]  # the service recorded this minute
+    code, err = await api("GET", "usage", minutes="0")
+    check("/gpusched/api/usage", "GET", code, err)
     code, err = await api("DELETE", f"jobs/{job['id']}")
     check("/gpusched/api/jobs/{job_id}", "DELETE", code, err)
     code, err = await api("POST", "jobs", {"notebook": "nb.ipynb", "gpus": 0})

@@ -97,6 +97,19 @@ class GPUSchedHandler(APIHandler):
         self.set_status(error.status)
         self.write_error(error.status, exc_info=(type(error), error, None))
 
+    def _int_arg(self, name: str, default: int, low: int, high: int | None) -> int:
+        raw = self.get_query_argument(name, None)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ApiError(400, "wrong_type", f"{name} must be a whole number", name) from None
+        if value < low or (high is not None and value > high):
+            bound = f"at least {low}" if high is None else f"between {low} and {high}"
+            raise ApiError(400, "invalid_value", f"{name} must be {bound}", name)
+        return value
+
     def job_or_404(self, job_id: str):
         try:
             job = self.service.get(job_id)
@@ -151,18 +164,6 @@ class JobsHandler(GPUSchedHandler):
             }
         )
 
-    def _int_arg(self, name: str, default: int, low: int, high: int | None) -> int:
-        raw = self.get_query_argument(name, None)
-        if raw is None:
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ApiError(400, "wrong_type", f"{name} must be a whole number", name) from None
-        if value < low or (high is not None and value > high):
-            bound = f"at least {low}" if high is None else f"between {low} and {high}"
-            raise ApiError(400, "invalid_value", f"{name} must be {bound}", name)
-        return value
 
     @web.authenticated
     @authorized
@@ -260,6 +261,17 @@ class QueuesHandler(GPUSchedHandler):
         self.finish({"policy": self.service.scheduler.policy.name, "queues": self.service.queues()})
 
 
+class UsageHandler(GPUSchedHandler):
+    @web.authenticated
+    @authorized
+    @api_errors
+    async def get(self):
+        """Per-minute GPUs requested and allocated per tenant (what the forecaster learns from)."""
+        minutes = self._int_arg("minutes", 24 * 60, 1, 60 * 24 * 90)
+        usage = self.service.usage(minutes, self.get_query_argument("tenant", None))
+        self.finish({"minutes": [iso(m) for m in usage["minutes"]], "tenants": usage["tenants"]})
+
+
 class ClusterHandler(GPUSchedHandler):
     @web.authenticated
     @authorized
@@ -296,6 +308,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + job + "/output", JobOutputHandler),
         (api + "/queues", QueuesHandler),
         (api + "/cluster", ClusterHandler),
+        (api + "/usage", UsageHandler),
         (url_path_join(base_url, "gpusched", "metrics"), MetricsHandler),
         (api + "(/.*)?", NotFoundHandler),
     ]

@@ -1,0 +1,224 @@
+"""ipywidgets for notebooks and Voila dashboards, over the one client.
+
+    from jupyter_gpusched.widgets import SubmitForm, QueueView, ForecastChart
+    SubmitForm("train.ipynb")      # a form; submits through the REST API
+    QueueView(refresh=5)           # a job table that refreshes itself
+    ForecastChart()                # demand history (and the forecast band when the server has one)
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import threading
+from datetime import datetime
+from typing import Any
+
+import ipywidgets as w
+import yaml
+
+from ..client import Client, GPUSchedError
+
+__all__ = ["ForecastChart", "QueueView", "SubmitForm"]
+
+STATE_COLORS = {
+    "QUEUED": "#9e9e9e",
+    "ADMITTED": "#1e88e5",
+    "RUNNING": "#1e88e5",
+    "SUCCEEDED": "#43a047",
+    "FAILED": "#e53935",
+    "CANCELLED": "#757575",
+    "PREEMPTED": "#fb8c00",
+    "LOST": "#fb8c00",
+}
+
+
+def _parse_params(text: str) -> dict[str, Any]:
+    params = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "=" not in line:
+            raise ValueError(f"parameter line {n} must look like name=value")
+        name, raw = line.split("=", 1)
+        try:
+            params[name.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            params[name.strip()] = raw.strip()
+    return params
+
+
+class SubmitForm(w.VBox):
+    """A form that queues a notebook as a GPU job and says what happened."""
+
+    def __init__(self, notebook: str = "", client: Client | None = None, **kwargs):
+        self._client = client
+        self.notebook = w.Text(value=notebook, description="Notebook", placeholder="path/to/notebook.ipynb")
+        self.gpus = w.BoundedIntText(value=1, min=1, max=1024, description="GPUs")
+        self.priority = w.Dropdown(options=["high", "normal", "low"], value="normal", description="Priority")
+        self.tenant = w.Text(value="", description="Tenant", placeholder="(yours)")
+        self.max_runtime = w.FloatText(value=0.0, description="Max runtime (s)", style={"description_width": "initial"})
+        self.preemptible = w.Checkbox(value=False, description="Spot OK (preemptible)")
+        self.parameters = w.Textarea(value="", description="Parameters", placeholder="lr=0.1\nepochs=3")
+        self.submit_button = w.Button(description="Submit GPU job", button_style="primary", icon="play")
+        self.status = w.HTML(value="")
+        self.last_job: dict[str, Any] | None = None
+        self.submit_button.on_click(lambda _: self.submit())
+        super().__init__(
+            [self.notebook, self.gpus, self.priority, self.tenant, self.max_runtime, self.preemptible, self.parameters, self.submit_button, self.status],
+            **kwargs,
+        )
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            self._client = Client()
+        return self._client
+
+    def submit(self) -> dict[str, Any] | None:
+        try:
+            job = self.client.submit(
+                self.notebook.value,
+                gpus=self.gpus.value,
+                priority=self.priority.value,
+                tenant=self.tenant.value.strip() or None,
+                max_runtime=self.max_runtime.value or None,
+                preemptible=self.preemptible.value,
+                parameters=_parse_params(self.parameters.value),
+            )
+        except (GPUSchedError, ValueError) as exc:
+            self.status.value = f'<span style="color:#e53935">{html.escape(str(exc))}</span>'
+            return None
+        self.last_job = job
+        place = f", position {job['position'] + 1}" if job.get("position") is not None else ""
+        self.status.value = f"Submitted <code>{job['id']}</code>: {job['state']}{place}"
+        return job
+
+
+class QueueView(w.VBox):
+    """A table of jobs that refreshes every `refresh` seconds (0: only on `refresh_now`)."""
+
+    def __init__(self, client: Client | None = None, refresh: float = 5.0, mine: bool = False, **kwargs):
+        self._client = client
+        self.mine = mine
+        self.table = w.HTML(value="")
+        self.summary = w.HTML(value="")
+        self.jobs: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        super().__init__([self.summary, self.table], **kwargs)
+        self.refresh_now()
+        if refresh > 0:
+            threading.Thread(target=self._loop, args=(refresh,), daemon=True).start()
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            self._client = Client()
+        return self._client
+
+    def _loop(self, every: float) -> None:
+        while not self._stop.wait(every):
+            self.refresh_now()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        self.stop()
+        super().close()
+
+    def refresh_now(self) -> None:
+        try:
+            self.jobs = self.client.jobs(mine=self.mine)
+            cluster = self.client.cluster()
+        except GPUSchedError as exc:
+            self.summary.value = f'<span style="color:#e53935">{html.escape(str(exc))}</span>'
+            return
+        running = sum(j["state"] == "RUNNING" for j in self.jobs)
+        queued = sum(j["state"] == "QUEUED" for j in self.jobs)
+        self.summary.value = (
+            f"<b>{running}</b> running, <b>{queued}</b> queued &middot; "
+            f"<b>{cluster['free_gpus']}</b> of {cluster['total_gpus']} GPUs free &middot; {cluster['policy']} policy"
+        )
+        rows = []
+        for j in self.jobs:
+            color = STATE_COLORS.get(j["state"], "inherit")
+            progress = f"{j['progress'][0]}/{j['progress'][1]}" if j.get("progress") else ""
+            rows.append(
+                "<tr>"
+                f"<td><code>{html.escape(j['id'])}</code></td>"
+                f'<td style="color:{color};font-weight:bold">{j["state"]}</td>'
+                f"<td>{html.escape(j['notebook'])}</td><td>{j['gpus']}</td><td>{j['priority']}</td>"
+                f"<td>{html.escape(j['tenant'])}</td><td>{progress}</td><td>{html.escape(j.get('message') or j.get('reason') or '')}</td>"
+                "</tr>"
+            )
+        head = "".join(f"<th>{h}</th>" for h in ("ID", "State", "Notebook", "GPUs", "Priority", "Tenant", "Cells", "Note"))
+        self.table.value = f'<table class="gpusched-jobs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+class ForecastChart(w.VBox):
+    """GPU demand history per tenant (and the forecast band when the server offers one), as a plot."""
+
+    def __init__(self, client: Client | None = None, minutes: int = 24 * 60, **kwargs):
+        self._client = client
+        self.minutes = minutes
+        self.image = w.Image(format="png")
+        self.note = w.HTML(value="")
+        self.usage: dict[str, Any] = {}
+        self.forecast: dict[str, Any] | None = None
+        super().__init__([self.note, self.image], **kwargs)
+        self.refresh_now()
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            self._client = Client()
+        return self._client
+
+    def refresh_now(self) -> None:
+        try:
+            self.usage = self.client.usage(self.minutes)
+            self.forecast = self.client.forecast()
+        except GPUSchedError as exc:
+            self.note.value = f'<span style="color:#e53935">{html.escape(str(exc))}</span>'
+            return
+        self.image.value = self.render_png()
+        if not self.usage.get("minutes"):
+            self.note.value = "No demand recorded yet: the server writes one point a minute while it runs."
+        elif self.forecast is None:
+            self.note.value = "Demand history. This server has no forecaster yet, so no forecast band is shown."
+        else:
+            self.note.value = f"Demand history and forecast ({html.escape(str(self.forecast.get('model', '')))})."
+
+    def render_png(self) -> bytes:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(8, 3), dpi=100)
+        ax = fig.add_subplot()
+        times = [datetime.fromisoformat(t) for t in self.usage.get("minutes", [])]
+        total_req = [0] * len(times)
+        total_alloc = [0] * len(times)
+        for tenant, series in sorted(self.usage.get("tenants", {}).items()):
+            ax.plot(times, series["requested"], label=f"{tenant} requested", linewidth=1)
+            total_req = [a + b for a, b in zip(total_req, series["requested"], strict=True)]
+            total_alloc = [a + b for a, b in zip(total_alloc, series["allocated"], strict=True)]
+        if times:
+            ax.plot(times, total_alloc, label="all allocated", color="black", linewidth=2)
+        fc = self.forecast or {}
+        if fc.get("times"):
+            ft = [datetime.fromisoformat(t) for t in fc["times"]]
+            ax.plot(ft, fc["values"], color="tab:purple", linestyle="--", label="forecast")
+            if fc.get("lower") and fc.get("upper"):
+                ax.fill_between(ft, fc["lower"], fc["upper"], color="tab:purple", alpha=0.2, label="forecast band")
+        ax.set_ylabel("GPUs")
+        ax.set_title("GPU demand")
+        if times or fc.get("times"):
+            ax.legend(loc="upper left", fontsize="small")
+        fig.autofmt_xdate()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", bbox_inches="tight")
+        return buf.getvalue()

@@ -1,0 +1,95 @@
+"""The %gpusched magics in a real kernel (nbclient) and the ipywidgets, against a real server."""
+
+from __future__ import annotations
+
+import time
+
+import nbformat
+import pytest
+from ipywidgets.embed import embed_data
+from nbclient import NotebookClient
+
+from jupyter_gpusched.client import Client
+from jupyter_gpusched.widgets import ForecastChart, QueueView, SubmitForm
+
+from conftest import make_notebook
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def outputs_text(cell) -> str:
+    parts = []
+    for out in cell.get("outputs", []):
+        if out.output_type == "stream":
+            parts.append(out.text)
+        elif out.output_type in ("execute_result", "display_data"):
+            parts.append(str(out.data.get("text/plain", "")))
+        elif out.output_type == "error":
+            parts.append(f"{out.ename}: {out.evalue}")
+    return "".join(parts)
+
+
+def test_magics_in_a_real_kernel(live_server, monkeypatch):
+    root = live_server.root
+    make_notebook(root / "quick.ipynb", "print('quick ran with n =', n)", parameters="n = 0")
+    nb = nbformat.v4.new_notebook()
+    sources = [
+        "%load_ext jupyter_gpusched",
+        "%gpusched submit quick.ipynb --gpus 1 --priority high -p n=5",
+        "%gpusched list",
+        "%%gpusched --gpus 1\nimport os\nprint('hello from a GPU job', 6 * 7, 'on', repr(os.environ['CUDA_VISIBLE_DEVICES']))",
+        "%gpusched status no-such-job",
+        "%gpusched submit missing.ipynb",
+        "%gpusched submit quick.ipynb --gpus lots",
+        "%gpusched queues",
+        "%gpusched forecast",
+    ]
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in sources]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    # The kernel finds the server as a user's would: through the Jupyter runtime directory.
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(live_server.runtime))
+    monkeypatch.delenv("GPUSCHED_URL", raising=False)
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(root)}}).execute()
+    out = [outputs_text(c) for c in nb.cells]
+    assert out[1].startswith("submitted ") and "position" in out[1] or "QUEUED" in out[1], out[1]
+    assert "quick.ipynb" in out[2] and "ID" in out[2]
+    assert "hello from a GPU job 42 on '" in out[3], out[3]
+    for bad in (out[4], out[5], out[6]):
+        assert "Traceback" not in bad and len(bad.strip().splitlines()) <= 3, bad
+    assert out[4].strip() == "gpusched: no job 'no-such-job' (field: id)"
+    assert out[5].strip().startswith("gpusched: no notebook at 'missing.ipynb'")
+    assert "invalid int value: 'lots'" in out[6]
+    assert "TENANT" in out[7] and "default" in out[7]
+    assert "GPU demand" in out[8]
+    assert all(c.get("outputs") is not None for c in nb.cells)
+    assert not any(o.output_type == "error" for c in nb.cells for o in c.get("outputs", []))
+
+
+def test_widgets_build_their_state_without_a_browser(live_server):
+    make_notebook(live_server.root / "w.ipynb", "import time; time.sleep(1)")
+    client = Client(live_server.url, live_server.token, root_dir=str(live_server.root))
+    form = SubmitForm(str(live_server.root / "w.ipynb"), client=client)
+    form.gpus.value = 99
+    assert form.submit() is None
+    assert "GPUs" in form.status.value and "cluster has 2" in form.status.value  # the server's own message
+    form.gpus.value = 1
+    form.parameters.value = "x=1\n# comment\nname=abc"
+    job = form.submit()
+    assert job is not None and job["parameters"] == {"x": 1, "name": "abc"}
+    assert job["id"] in form.status.value
+
+    view = QueueView(client=client, refresh=0)
+    assert job["id"] in view.table.value and "GPUs free" in view.summary.value
+    state = embed_data(views=[view])["manager_state"]["state"]
+    assert any(job["id"] in str(m["state"].get("value", "")) for m in state.values())
+
+    deadline = time.monotonic() + 60
+    while client.get(job["id"])["state"] != "SUCCEEDED":
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    time.sleep(0.5)
+    chart = ForecastChart(client=client, minutes=60)
+    assert chart.image.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert chart.usage["tenants"]["default"]["requested"]
+    assert "no forecaster" in chart.note.value
+    view.close()
