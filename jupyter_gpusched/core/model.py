@@ -7,8 +7,9 @@ in by the driver: the live service passes wall-clock time, the simulator a virtu
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 class Priority(enum.IntEnum):

@@ -8,7 +8,7 @@ count per pool, so finding a node costs O(GPUs per node), not O(nodes).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from .model import Allocation, NodeSpec, Pool
 
@@ -27,6 +27,7 @@ class Cluster:
         self._fenced: dict[str, set[int]] = {}
         # pool -> list indexed by free count -> ordered set (dict) of node names
         self._buckets: dict[str, list[dict[str, None]]] = {}
+        self._caps: dict[str, dict[int, int]] = {}  # pool -> node capacity -> how many nodes
         self.total_gpus = 0
         self.free_gpus = 0
         for node in nodes:
@@ -49,6 +50,8 @@ class Cluster:
         while len(buckets) <= node.gpus:
             buckets.append({})
         buckets[node.gpus][node.name] = None
+        caps = self._caps.setdefault(node.pool, {})
+        caps[node.gpus] = caps.get(node.gpus, 0) + 1
         self.total_gpus += node.gpus
         self.free_gpus += node.gpus
 
@@ -59,6 +62,10 @@ class Cluster:
             raise ValueError(f"node {name!r} still has GPUs allocated")
         free = len(self._free[name])
         del self._buckets[self._pool_of[name]][free][name]
+        caps = self._caps[self._pool_of[name]]
+        caps[self._capacity[name]] -= 1
+        if not caps[self._capacity[name]]:
+            del caps[self._capacity[name]]
         self.total_gpus -= self._capacity[name]
         self.free_gpus -= free
         for table in (self._capacity, self._pool_of, self._free, self._busy, self._fenced):
@@ -93,17 +100,17 @@ class Cluster:
     def nodes_in(self, pool: str) -> list[str]:
         return [n for n, p in self._pool_of.items() if p == pool]
 
+    # (from the per-pool capacity counts: O(pools), not O(nodes); submit calls these)
     def pool_gpus(self, pool: str) -> int:
-        return sum(self._capacity[n] for n in self.nodes_in(pool))
+        return sum(cap * count for cap, count in self._caps.get(pool, {}).items())
 
     def max_node_gpus(self, pools: Iterable[str] | None = None) -> int:
-        names = self._capacity if pools is None else [n for n in self._capacity if self._pool_of[n] in set(pools)]
-        return max((self._capacity[n] for n in names), default=0)
+        wanted = self._caps if pools is None else set(pools)
+        return max((max(self._caps[p], default=0) for p in wanted if p in self._caps), default=0)
 
     def could_ever_fit(self, gpus: int, pools: Iterable[str] | None = None) -> bool:
         """Would `gpus` fit on an empty cluster (restricted to `pools`)?"""
-        wanted = None if pools is None else set(pools)
-        total = sum(c for n, c in self._capacity.items() if wanted is None or self._pool_of[n] in wanted)
+        total = self.total_gpus if pools is None else sum(self.pool_gpus(p) for p in set(pools))
         return 0 < gpus <= total
 
     # --- finding room ----------------------------------------------------------------
@@ -132,7 +139,8 @@ class Cluster:
         node = self.best_fit(gpus, pool_list, exclude)
         if node is not None:
             return ((node, tuple(self._free[node][:gpus])),)
-        if gpus <= max((len(self._buckets.get(p) or [0]) - 1 for p in pool_list), default=0):
+        # (the buckets list only grows, so ask the live capacities, not its length)
+        if gpus <= max((max(self._caps.get(p) or (0,)) for p in pool_list), default=0):
             return None  # it fits one node's capacity: wait for one rather than split it
         # Larger than any node: whole free nodes, largest first, then a best-fit remainder.
         whole: list[str] = []
@@ -173,17 +181,18 @@ class Cluster:
         buckets[len(self._free[name])][name] = None
 
     def take(self, allocation: Allocation) -> None:
-        for name, ids in allocation:
+        for name, ids in allocation:  # check every node first: a refused take changes nothing
             self._require(name)
-            free = self._free[name]
-            old = len(free)
-            missing = set(ids) - set(free)
+            missing = set(ids) - set(self._free[name])
             if missing:
                 raise ValueError(f"GPUs {sorted(missing)} on {name!r} are not free")
+        for name, ids in allocation:
+            free = self._free[name]
+            old = len(free)
             wanted = set(ids)
             self._free[name] = [g for g in free if g not in wanted]
             self._busy[name].update(ids)
-            self.free_gpus -= len(ids)
+            self.free_gpus -= old - len(self._free[name])
             self._move(name, old)
 
     def release(self, allocation: Allocation) -> None:
@@ -204,6 +213,8 @@ class Cluster:
     def fence(self, name: str, gpu: int) -> None:
         """Keep a GPU out of placement (e.g. it still holds memory after its job ended)."""
         self._require(name)
+        if not 0 <= gpu < self._capacity[name]:
+            raise ValueError(f"node {name!r} has no GPU {gpu}")
         fenced = self._fenced[name]
         if gpu in fenced:
             return

@@ -14,7 +14,7 @@ and closed, so it reaches the head of its queue; the head is then given a reserv
 from __future__ import annotations
 
 import bisect
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from .model import Job, Priority
 
@@ -74,9 +74,9 @@ class JobQueue:
 
     def __iter__(self) -> Iterator[Job]:
         """Jobs in order. Safe to remove jobs while iterating."""
-        token = self._token
+        live = self._token.get
         for _, t, job in list(self._entries):
-            if token.get(job.id) == t:
+            if live(job.id) == t:
                 yield job
 
     def position(self, job_id: str) -> int | None:

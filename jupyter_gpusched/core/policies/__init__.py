@@ -7,7 +7,8 @@ state the scheduler does not hand them, except caches they can rebuild (reservat
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .base import Policy
 
@@ -41,7 +42,7 @@ def make_policy(name: str) -> Policy:
 
 def _load() -> None:
     # Import for the side effect of registering; kept lazy to avoid import cycles.
-    from . import dynamic, fifo, priority, static  # noqa: F401
+    from . import dynamic, fifo, priority, spot_hybrid, srpt, static, tiresias  # noqa: F401
 
 
 __all__ = ["Policy", "make_policy", "policy_names", "register"]

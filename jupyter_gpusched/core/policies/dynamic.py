@@ -3,6 +3,8 @@
 One pass walks the queue in aged order (queues.aged_key), twice: first for jobs within
 their tenant's quota, then for jobs that would borrow.
 1. a job whose tenant is at its quota + burst waits (its tenant's larger jobs too);
+   a job that fits its tenant's quota but must wait for its tenant's running jobs to
+   free it is not passed, in the quota walk, by that tenant's later jobs;
 2. otherwise it is placed best-fit, borrowing idle GPUs if past its quota;
 3. if it does not fit but is within its quota, borrowers of other tenants are preempted
    to make room on one node (least work lost first);
@@ -17,11 +19,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from . import register
-from .base import Policy
 from ..model import Job
 from ..queues import aged_key
 from ..quotas import Admission
+from . import register
+from .base import Policy
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..scheduler import Scheduler
@@ -34,6 +36,9 @@ class DynamicPolicy(Policy):
     def __init__(self) -> None:
         self._reservations: dict[str, tuple[str, ...]] = {}  # queued job id -> nodes held for it
         self._shadow: dict[str, tuple[str, float]] = {}
+        # (shadow, now, its owners, {estimate: excluded nodes}): for jobs owning no reservation
+        # the answer depends only on the estimate, so a pass computes it once per estimate
+        self._excluded_memo: tuple = (None, None, set(), {})
 
     def queue_key(self, config):
         return aged_key(config.aging_interval)
@@ -59,20 +64,34 @@ class DynamicPolicy(Policy):
         cluster = s.cluster
         capacity_failed: dict[tuple, int] = {}  # (pools, excluded) -> smallest job that did not fit
         tenant_blocked: dict[str, int] = {}  # tenant -> smallest job over its limit
+        quota_wait: set[str] = set()  # tenants whose older job waits for their own quota to drain
         reclaim_failed = INF
+        # Most jobs in a long queue are only classified and skipped; the verdict for a
+        # (tenant, size) is reused until a usage changes (admit / reclaim clear it).
+        verdicts: dict[tuple[str, int], Admission] = {}
+        classify = s.ledger.classify
+        borrow_phase = phase is Admission.BORROW
         for job in s.queue:
-            if cluster.free_gpus == 0 and (phase is Admission.BORROW or not s.borrowers or reclaim_failed <= 1):
+            if cluster.free_gpus == 0 and (borrow_phase or not s.borrowers or reclaim_failed <= 1):
                 break
-            g, tenant = job.gpus, job.tenant
-            if g >= tenant_blocked.get(tenant, INF):
+            spec = job.spec
+            g, tenant = spec.gpus, spec.tenant
+            if g >= tenant_blocked.get(tenant, INF) or tenant in quota_wait:
                 continue
-            admission = s.ledger.classify(tenant, g)
+            admission = verdicts.get((tenant, g))
+            if admission is None:
+                admission = verdicts[(tenant, g)] = classify(tenant, g)
             if admission is Admission.OVER_LIMIT:
                 tenant_blocked[tenant] = g
                 if self._reservations.pop(job.id, None):
                     self._shadow = self._shadows(s)
                 continue
             if admission is not phase:
+                if phase is Admission.WITHIN_QUOTA and g <= s.ledger.tenant(tenant).quota:
+                    # It must borrow only because its own tenant's running jobs hold the quota.
+                    # Its tenant's newer jobs may not take that quota first: a stream of small
+                    # ones would pass it forever, whatever aging says (see the rules above).
+                    quota_wait.add(tenant)
                 continue
             exclude = self._excluded(job, now)
             key = (job.spec.preemptible, job.spec.gpu_type, exclude)
@@ -81,12 +100,14 @@ class DynamicPolicy(Policy):
                 capacity_failed[key] = min(g, capacity_failed.get(key, INF))
                 if phase is Admission.WITHIN_QUOTA and g < reclaim_failed and s.borrowers:
                     if self._reclaim(s, job, now, exclude):
+                        verdicts.clear()
                         alloc = s.place(job, exclude)
                         capacity_failed.pop(key, None)
                     else:
                         reclaim_failed = g
             if alloc is not None:
                 s.admit(job, alloc, borrowed=admission is Admission.BORROW, now=now)
+                verdicts.clear()
                 if self._reservations.pop(job.id, None):
                     self._shadow = self._shadows(s)
                 continue
@@ -102,8 +123,24 @@ class DynamicPolicy(Policy):
         if not shadow:
             return frozenset()
         est = job.spec.runtime_estimate
-        end = now + est if est is not None else INF
-        return frozenset(n for n, (owner, start) in shadow.items() if owner != job.id and end > start)
+        memo_shadow, memo_now, owners, memo = self._excluded_memo
+        if memo_shadow is not shadow or memo_now != now:
+            owners = {owner for owner, _ in shadow.values()}
+            memo = {}
+            self._excluded_memo = (shadow, now, owners, memo)
+        owns = job.id in owners
+        if not owns:  # the answer depends only on the estimate: memoised while shadow and now stand
+            hit = memo.get(est)
+            if hit is not None:
+                return hit
+        if est is None:  # no estimate: it may not backfill anywhere, even before an unknown (inf) start
+            out = frozenset(n for n, (owner, _) in shadow.items() if owner != job.id)
+        else:
+            end = now + est
+            out = frozenset(n for n, (owner, start) in shadow.items() if owner != job.id and end > start)
+        if not owns:
+            memo[est] = out
+        return out
 
     def _shadows(self, s: Scheduler) -> dict[str, tuple[str, float]]:
         out: dict[str, tuple[str, float]] = {}
@@ -184,10 +221,13 @@ def _ready_time(s: Scheduler, node: str, need: int) -> float:
     free = s.cluster.free_on(node)
     if free >= need:
         return -INF
-    ends = sorted(
-        (s.projected_end(s.jobs[j]), sum(len(ids) for n, ids in s.jobs[j].allocation if n == node))
-        for j in s.on_node.get(node, ())
-    )
+    jobs, ends = s.jobs, []
+    for j in s.on_node.get(node, ()):
+        job = jobs[j]
+        alloc = job.allocation
+        held = len(alloc[0][1]) if len(alloc) == 1 else sum(len(ids) for n, ids in alloc if n == node)
+        ends.append((s.projected_end(job), held))
+    ends.sort()
     for end, gpus in ends:
         free += gpus
         if free >= need:

@@ -1,0 +1,113 @@
+"""Shared walk for preemptive research baselines (Tiresias 2D-LAS, the SRPT oracle).
+
+They ignore tenants, quotas and priority classes: one global order, set by the policy's
+`queue_key`. The walk admits every queued job that fits, in that order (no head-of-line
+blocking), and when one does not fit it may preempt running jobs the policy ranks below
+it, on the one node where that frees room at the least cost.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..model import Job
+from .base import Policy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..scheduler import Scheduler
+
+
+class PreemptiveListPolicy(Policy):
+    """Subclasses give `queue_key`, `queued_rank(job)` (queue order must follow it,
+    ascending) and `bar(s, job, now)` for a running job: a queued job whose rank is below a
+    running job's bar may preempt it. A higher bar means easier to preempt."""
+
+    def queued_rank(self, job: Job) -> Any:
+        raise NotImplementedError
+
+    def bar(self, s: Scheduler, job: Job, now: float) -> Any:
+        raise NotImplementedError
+
+    def schedule(self, s: Scheduler, now: float) -> None:
+        if not s.queue:
+            return
+        running: dict[str, Any] | None = None  # running job id -> bar, computed when first needed
+        worst: Any = None
+        failed: dict[tuple, int] = {}  # (preemptible, gpu type) -> smallest job that found no room
+        for job in s.queue:
+            key = (job.spec.preemptible, job.spec.gpu_type)
+            alloc = s.place(job) if job.gpus < failed.get(key, 1 << 30) else None
+            if alloc is None:
+                failed[key] = min(job.gpus, failed.get(key, 1 << 30))
+                if running is None:
+                    running = {j.id: self.bar(s, j, now) for j in s.active.values()}
+                    worst = max(running.values(), default=None)
+                rank = self.queued_rank(job)
+                if worst is None or not rank < worst:
+                    # the queue is in rank order: nobody behind it may preempt either
+                    if s.cluster.free_gpus == 0:
+                        break
+                    continue
+                victims = self._victims(s, job, rank, running, now)
+                if not victims:
+                    continue
+                for v in victims:
+                    s.preempt(v.id, now, f"preempted for {job.id} ({self.name})")
+                    running.pop(v.id, None)
+                worst = max(running.values(), default=None)
+                failed.clear()
+                alloc = s.place(job)
+                if alloc is None:  # pragma: no cover - the victims' node has room by construction
+                    continue
+            s.admit(job, alloc, borrowed=False, now=now)
+            if running is not None:
+                running[job.id] = b = self.bar(s, job, now)
+                worst = b if worst is None else max(worst, b)
+
+    def _victims(self, s: Scheduler, job: Job, rank: Any, running: dict[str, Any], now: float) -> list[Job]:
+        """Running jobs whose bar is above its rank, on the single node where preempting them frees room for
+        `job` with the fewest GPUs preempted (then least work at risk)."""
+        g = job.gpus
+        pools = {p for group in s.pool_choices(job.spec) for p in group}
+        by_node: dict[str, list[Job]] = {}
+        for jid, r in running.items():
+            if not rank < r:
+                continue
+            v = s.jobs[jid]
+            if len(v.allocation) != 1:
+                continue  # a multi-node job frees room on several nodes; leave it
+            node = v.allocation[0][0]
+            if s.cluster.pool_of(node) in pools and s.cluster.capacity(node) >= g:
+                by_node.setdefault(node, []).append(v)
+        best = None
+        for node, cands in by_node.items():
+            free = s.cluster.free_on(node)
+            cands.sort(key=lambda v: (running[v.id], v.seq), reverse=True)  # easiest to preempt first
+            chosen, risk = [], 0.0
+            for v in cands:
+                if free >= g:
+                    break
+                chosen.append(v)
+                free += v.gpus
+                risk += work_at_risk(v, now)
+            if free >= g:
+                cost = (sum(v.gpus for v in chosen), risk, node)
+                if best is None or cost < best[0]:
+                    best = (cost, chosen)
+        return best[1] if best is not None else []
+
+
+def attained_now(job: Job, now: float) -> float:
+    """GPU-seconds of service including the running attempt."""
+    a = job.attained_gpu_s
+    if job.started_at is not None:
+        a += max(0.0, now - job.started_at) * job.gpus
+    return a
+
+
+def work_at_risk(job: Job, now: float) -> float:
+    """GPU-seconds a preemption would throw away: since its last checkpoint, or its start."""
+    since = job.started_at if job.started_at is not None else now
+    if job.last_checkpoint_at is not None and job.last_checkpoint_at > since:
+        since = job.last_checkpoint_at
+    return (now - since) * job.gpus

@@ -1,0 +1,211 @@
+"""`spot-hybrid`: `dynamic` on an on-demand base plus spot capacity bought as needed.
+
+Everything `dynamic` does (aging, quota + burst with reclaim, backfill), plus:
+1. Placement: preemptible jobs go to spot pools first; the others never do (the
+   scheduler's `pool_choices` orders pools so).
+2. Elastic spot: when preemptible jobs wait for GPUs, the spot pool is scaled out (a
+   `Scale` decision, capped by the pool's `max_nodes`); a spot node idle for `idle_grace_s`
+   is given back. Spot is paid only while it is held; the on-demand base never changes.
+3. Keep on-demand for jobs that need it: when a job that may not run on spot waits for
+   on-demand GPUs held by preemptible, checkpointing jobs, those are preempted (they resume
+   on spot from their checkpoint) once spot has room for them -- asking for it if needed.
+4. Checkpoint interval: a job placed on a spot node checkpoints at most every
+   `safety` x the shortest node lifetime seen in that pool (the `prior_lifetime_s` stands
+   in until one is seen), so an interruption costs it at most that one interval. The driver
+   asks `checkpoint_interval` when it starts a job and passes the answer to its runner.
+
+Node lifetimes and idle times are learnt from the cluster itself, in caches the policy
+can rebuild: when a spot node first appears and when it vanishes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from ..model import Job
+from ..quotas import Admission
+from . import register
+from .dynamic import DynamicPolicy, _work_at_risk
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..scheduler import Scheduler
+
+
+@register("spot-hybrid")
+class SpotHybridPolicy(DynamicPolicy):
+    def __init__(
+        self,
+        safety: float = 0.5,
+        prior_lifetime_s: float = 3600.0,
+        min_interval_s: float = 60.0,
+        idle_grace_s: float = 600.0,
+        node_gpus: int = 8,
+    ) -> None:
+        super().__init__()
+        if not 0 < safety < 1:
+            raise ValueError("spot-hybrid safety must be between 0 and 1")
+        if prior_lifetime_s <= 0 or min_interval_s <= 0 or idle_grace_s < 0 or node_gpus < 1:
+            raise ValueError("spot-hybrid prior_lifetime_s, min_interval_s, node_gpus must be positive")
+        self.safety = safety
+        self.prior_lifetime_s = prior_lifetime_s
+        self.min_interval_s = min_interval_s
+        self.idle_grace_s = idle_grace_s
+        self.node_gpus = node_gpus
+        self.shortest_lifetime: dict[str, float] = {}  # spot pool -> shortest lifetime seen
+        self._born: dict[str, tuple[str, float]] = {}  # live spot node -> (pool, first seen)
+        self._other: set[str] = set()  # nodes seen that are not spot
+        self._fingerprint: tuple = ()
+        self._idle_since: dict[str, float] = {}
+        self._target: dict[str, int] = {}  # spot pool -> nodes last asked for
+
+    # --- learning the spot nodes --------------------------------------------------------------
+    def observe(self, s: Scheduler, now: float) -> None:
+        """Note new spot nodes and the lifetimes of vanished ones. Cheap when nothing changed:
+        nodes are only ever appended to `on_node`, so (count, last node) tells."""
+        on_node = s.on_node
+        fp = (len(on_node), next(reversed(on_node), None))
+        if fp == self._fingerprint:
+            return
+        self._fingerprint = fp
+        for node in [n for n in self._born if n not in on_node]:
+            pool, born = self._born.pop(node)
+            self._idle_since.pop(node, None)
+            life = now - born
+            if life > 0:
+                self.shortest_lifetime[pool] = min(self.shortest_lifetime.get(pool, life), life)
+        cluster = s.cluster
+        for n in reversed(on_node):
+            if n in self._born or n in self._other:
+                break
+            if n not in cluster:
+                continue
+            pool = cluster.pool_of(n)
+            if cluster.pools[pool].spot:
+                self._born[n] = (pool, now)
+            else:
+                self._other.add(n)
+
+    def lifetime_bound(self, pool: str) -> float:
+        return min(self.prior_lifetime_s, self.shortest_lifetime.get(pool, self.prior_lifetime_s))
+
+    def checkpoint_interval(self, s: Scheduler, job: Job, now: float) -> float | None:
+        """The interval a job should checkpoint at in the attempt starting now."""
+        base = job.spec.checkpoint_interval
+        if base is None or not job.allocation:
+            return base
+        spot = {s.cluster.pool_of(n) for n, _ in job.allocation if n in s.cluster and s.cluster.pools[s.cluster.pool_of(n)].spot}
+        if not spot:
+            return base
+        cap = self.safety * min(self.lifetime_bound(p) for p in spot)
+        return max(self.min_interval_s, min(base, cap))
+
+    # --- the pass ----------------------------------------------------------------------------
+    def schedule(self, s: Scheduler, now: float) -> None:
+        self.observe(s, now)
+        super().schedule(s, now)
+        spot_pools = sorted(name for name, p in s.cluster.pools.items() if p.spot)
+        if not spot_pools:
+            return
+        moved_need = self._make_room_on_demand(s, now) if s.queue else 0
+        self._scale(s, now, spot_pools, moved_need)
+
+    def next_wakeup(self, s: Scheduler, now: float) -> float | None:
+        """When an idle spot node's grace runs out (the driver wakes the scheduler then)."""
+        if not self._idle_since:
+            return None
+        return min(self._idle_since.values()) + self.idle_grace_s
+
+    def _spot_free(self, s: Scheduler) -> tuple[int, int]:
+        cluster = s.cluster
+        free = [cluster.free_on(n) for n in self._born if n in cluster]
+        return sum(free), max(free, default=0)
+
+    def _make_room_on_demand(self, s: Scheduler, now: float) -> int:
+        """Move preemptible jobs off on-demand nodes for waiting jobs that need those.
+        Returns the spot GPUs it would still need to move more."""
+        cluster = s.cluster
+        spot_free, largest_hole = self._spot_free(s)
+        movable: dict[str, list[Job]] = {}  # on-demand node -> preemptible checkpointing jobs on it
+        for j in s.active.values():
+            if not j.spec.preemptible or j.spec.checkpoint_interval is None or len(j.allocation) != 1:
+                continue
+            node = j.allocation[0][0]
+            if node in cluster and not cluster.pools[cluster.pool_of(node)].spot:
+                movable.setdefault(node, []).append(j)
+        if not movable:
+            return 0
+        wanted = 0
+        for job in s.queue:
+            if job.spec.preemptible:
+                continue
+            admission = s.ledger.classify(job.tenant, job.gpus)
+            if admission is Admission.OVER_LIMIT:
+                continue
+            exclude = self._excluded(job, now)
+            if s.place(job, exclude) is not None:
+                continue  # dynamic left it waiting for another reason (its turn); leave it
+            pools = {p for group in s.pool_choices(job.spec) for p in group}
+            best = None
+            for node, jobs in movable.items():
+                if node in exclude or cluster.pool_of(node) not in pools or cluster.capacity(node) < job.gpus:
+                    continue
+                free = cluster.free_on(node)
+                jobs.sort(key=lambda v: (_work_at_risk(v, now), -v.seq))
+                chosen, risk = [], 0.0
+                for v in jobs:
+                    if free >= job.gpus:
+                        break
+                    chosen.append(v)
+                    free += v.gpus
+                    risk += _work_at_risk(v, now)
+                if free >= job.gpus:
+                    cost = (sum(v.gpus for v in chosen), risk, node)
+                    if best is None or cost < best[0]:
+                        best = (cost, chosen, node)
+            if best is None:
+                continue
+            (moved, _, node), chosen, _ = best
+            if moved > spot_free or any(v.gpus > largest_hole for v in chosen):
+                wanted += moved  # spot must grow first
+                continue
+            for v in chosen:
+                s.preempt(v.id, now, f"moved to spot to free on-demand GPUs for {job.id}")
+                movable[node].remove(v)
+            spot_free -= moved
+            alloc = s.place(job, exclude)
+            if alloc is not None:
+                s.admit(job, alloc, borrowed=admission is Admission.BORROW, now=now)
+        return wanted
+
+    def _scale(self, s: Scheduler, now: float, spot_pools: list[str], moved_need: int) -> None:
+        """Size the spot pool: nodes running jobs, plus idle nodes still in their grace,
+        plus new nodes for the preemptible work that found no room. Idempotent: the driver
+        counts nodes on their way, so asking again while they come changes nothing."""
+        cluster = s.cluster
+        pool = spot_pools[0]  # the first spot pool is the elastic one; others keep their size
+        busy = idle_kept = 0
+        sizes = []
+        for n, (p, _) in self._born.items():
+            if p != pool or n not in cluster:
+                continue
+            sizes.append(cluster.capacity(n))
+            if s.on_node.get(n) or cluster.free_on(n) < cluster.capacity(n):
+                self._idle_since.pop(n, None)
+                busy += 1
+            else:
+                since = self._idle_since.setdefault(n, now)
+                if now - since < self.idle_grace_s:
+                    idle_kept += 1
+        need = moved_need
+        for job in s.queue:
+            if job.spec.preemptible and s.ledger.classify(job.tenant, job.gpus) is not Admission.OVER_LIMIT:
+                need += job.gpus
+        size = max(sizes, default=self.node_gpus)  # nodes the driver adds look like these
+        spec = cluster.pools[pool]
+        want = max(busy + idle_kept + math.ceil(need / size), spec.min_nodes)
+        if spec.max_nodes is not None:
+            want = min(want, spec.max_nodes)
+        if need > 0 or want != self._target.get(pool):
+            self._target[pool] = want
+            s.scale(pool, want, "preemptible work waiting" if need > 0 else "idle spot nodes given back")
