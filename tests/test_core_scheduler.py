@@ -689,3 +689,28 @@ def test_dynamic_ages_low_priority_past_high():
         s.finished(next(iter(s.active)), t, ok=True)
         order += run(s, t)
     assert order == [h1.id, low.id, h2.id]
+
+
+def test_validate_does_not_add_spot_and_on_demand_capacity():
+    """A job is placed within one pool group, so a preemptible 6-GPU job on 4 spot + 4
+    on-demand GPUs (4-GPU nodes) could never run and is refused at submit."""
+    from jupyter_gpusched.core import Cluster, JobSpec, NodeSpec, Pool, Scheduler, SpecError
+
+    cluster = Cluster(
+        [NodeSpec("od", 4, "ondemand"), NodeSpec("sp", 4, "spot")],
+        [Pool("ondemand"), Pool("spot", spot=True, price_per_gpu_hour=0.3)],
+    )
+    s = Scheduler(cluster, policy="dynamic")
+    with pytest.raises(SpecError) as err:
+        s.submit(JobSpec("x.ipynb", gpus=6, preemptible=True), 0.0)
+    assert err.value.field == "gpus"
+    s.submit(JobSpec("x.ipynb", gpus=4, preemptible=True), 0.0)
+
+
+def test_priority_parse_accepts_names_and_class_numbers():
+    from jupyter_gpusched.core import Priority
+
+    assert Priority.parse("HIGH") is Priority.HIGH and Priority.parse(0) is Priority.LOW
+    for bad in ("urgent", 7, True, 1.0):
+        with pytest.raises(ValueError):
+            Priority.parse(bad)

@@ -30,6 +30,8 @@ class Priority(enum.IntEnum):
                 raise ValueError(
                     f"unknown priority {value!r}; use one of high, normal, low"
                 ) from None
+        if isinstance(value, int) and not isinstance(value, bool) and value in cls._value2member_map_:
+            return cls(value)
         raise ValueError(f"unknown priority {value!r}; use one of high, normal, low")
 
     @property

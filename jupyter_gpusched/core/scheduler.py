@@ -86,11 +86,13 @@ class Scheduler:
         if self.config.strict_tenants and spec.tenant not in self.ledger.tenants:
             known = ", ".join(sorted(self.ledger.tenants)) or "none configured"
             raise SpecError("tenant", f"unknown tenant {spec.tenant!r}; known tenants: {known}")
-        pools = [p for group in self.pool_choices(spec) for p in group]
+        groups = self.pool_choices(spec)
+        pools = [p for group in groups for p in group]
         if not pools:
             raise SpecError("gpu_type", f"no pool offers GPU type {spec.gpu_type!r}")
-        if not self.cluster.could_ever_fit(spec.gpus, pools):
-            most = sum(self.cluster.pool_gpus(p) for p in pools)
+        # A job is placed within one pool group (spot or on-demand), never across both.
+        if not any(self.cluster.could_ever_fit(spec.gpus, group) for group in groups):
+            most = max(sum(self.cluster.pool_gpus(p) for p in group) for group in groups)
             raise SpecError("gpus", f"{spec.gpus} GPUs requested but the cluster has {most} that this job may use")
         limit = self.ledger.limit(spec.tenant)
         if spec.gpus > limit:
