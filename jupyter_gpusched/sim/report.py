@@ -1,0 +1,404 @@
+"""`jupyter gpusched bench SCENARIO`: replay a scenario under every policy, side by side.
+
+Prints one table (rows = policies, columns = metrics, with ratios vs `static` and vs the
+`srpt` oracle) and the lower bounds beside it; optionally writes every figure as JSON and
+PNG plots (utilisation over time, JCT CDF, queue length over time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..core.policies import policy_names
+from .engine import SimResult, Simulation
+from .metrics import bounds, check_bounds, summarize
+from .scenario import Scenario, ScenarioError, builtin_scenarios, load_scenario
+from .traces import TraceError
+
+__all__ = ["bench_main", "format_table", "run_bench", "write_plots"]
+
+BASELINE = "static"
+ORACLE = "srpt"
+RATIO_KEYS = ("utilization", "avg_jct_s", "p99_jct_s", "makespan_s", "cost_per_job")
+
+
+def run_policy(sc: Scenario, policy: str, progress: Callable[[int], None] | None = None, **kw) -> SimResult:
+    sim = Simulation(
+        sc.jobs,
+        sc.pools_of(policy),
+        sc.tenants_for(policy),
+        sc.make_policy(policy),
+        seed=sc.seed,
+        config=sc.scheduler,
+        checkpoint=sc.checkpoint,
+        estimates=sc.estimates,
+        progress=progress,
+        **kw,
+    )
+    res = sim.run()
+    res.policy = policy
+    return res
+
+
+def _ratio(a, b):
+    if a is None or b is None or not b:
+        return None
+    return a / b
+
+
+def run_bench(
+    sc: Scenario, policies: Sequence[str] | None = None, *, progress: bool | None = None, check_invariants: bool = False
+) -> tuple[dict, dict[str, SimResult]]:
+    """Run every policy; return (the JSON-ready report, the raw results for plots)."""
+    policies = list(policies or sc.policies)
+    results: dict[str, SimResult] = {}
+    summaries: dict[str, dict] = {}
+    tqdm = None
+    if progress is not False:
+        try:
+            from tqdm import tqdm
+        except ImportError:  # pragma: no cover - tqdm is a dependency of the sim extra
+            tqdm = None
+    for pol in policies:
+        bar = None
+        if tqdm is not None:
+            bar = tqdm(total=len(sc.jobs), desc=f"{pol:>11}", unit="job", file=sys.stderr, disable=None if progress is None else not progress, leave=True, dynamic_ncols=True)
+        try:
+            res = run_policy(sc, pol, progress=bar.update if bar is not None else None, check_invariants=check_invariants)
+        finally:
+            if bar is not None:
+                bar.close()
+        results[pol] = res
+        summaries[pol] = summarize(res, sc.scheduler.aging_interval)
+    for s in summaries.values():
+        for ref, key in ((BASELINE, "vs_static"), (ORACLE, "vs_oracle")):
+            if ref in summaries:
+                s[key] = {k: _ratio(s.get(k), summaries[ref].get(k)) for k in RATIO_KEYS}
+        s["bound_violations"] = check_bounds(s)
+    capacity = max(r.capacity_max for r in results.values()) if results else sc.capacity
+    all_jobs = next(iter(results.values())).jobs if results else []
+    gb = bounds(all_jobs, capacity)
+    report = {
+        "scenario": {
+            "name": sc.name,
+            "description": sc.description,
+            "file": str(sc.path) if sc.path else None,
+            "trace": {"format": sc.trace.format, "source": sc.trace.source, "jobs": len(sc.jobs), "left_out": sc.trace.skipped},
+            "window_start": (sc.trace.origin.isoformat() if sc.trace.origin else None),
+            "first_submit_s": min((j.trace.submit for j in sc.jobs), default=None),
+            "last_submit_s": max((j.trace.submit for j in sc.jobs), default=None),
+            "capacity_gpus": sc.capacity,
+            "pools": {p: [_pool_json(pc) for pc in sc.pools_of(p)] for p in policies},
+            "tenants": {p: [{"name": t.name, "quota": t.quota, "burst": t.burst} for t in sc.tenants_for(p)] for p in policies[:1]},
+            "checkpoint": {
+                "interval_s": sc.checkpoint.interval_s,
+                "cost_s": sc.checkpoint.cost_s,
+                "restore_s": sc.checkpoint.restore_s,
+                "applies_to": sc.checkpoint.applies_to,
+            },
+            "estimates": sc.estimates,
+            "aging_interval_s": sc.scheduler.aging_interval,
+            "seed": sc.seed,
+            "priorities": _count(j.priority.label for j in sc.jobs),
+            "preemptible_jobs": sum(j.preemptible for j in sc.jobs),
+        },
+        "policies": summaries,
+        "bounds": {
+            "makespan_s": gb["makespan_s"],
+            "avg_jct_s": gb["avg_jct_s"],
+            "goodput_max": gb.get("goodput_max"),
+            "work_gpu_hours": gb.get("work_gpu_hours"),
+            "capacity_gpus": gb["capacity_gpus"],
+            "jobs": gb["jobs"],
+            "note": "for the whole job set on the largest cluster any policy had; each policy's own bounds "
+            "(over the jobs it completed) are under policies.<name>.bounds",
+        },
+    }
+    return report, results
+
+
+def _pool_json(pc) -> dict:
+    d = {
+        "name": pc.name,
+        "nodes": len(pc.nodes),
+        "gpus": pc.gpus,
+        "price_per_gpu_hour": pc.price_per_gpu_hour,
+        "spot": pc.spot,
+    }
+    if pc.lifetime is not None:
+        lt = pc.lifetime
+        d["lifetime"] = {"distribution": lt.distribution, "mean_s": lt.mean_s, "min_s": lt.min_s, "max_s": lt.max_s}
+        d["replace_after_s"] = pc.replace_after_s
+    return d
+
+
+def _count(items) -> dict:
+    out: dict = {}
+    for i in items:
+        out[i] = out.get(i, 0) + 1
+    return out
+
+
+# --- the table ------------------------------------------------------------------------------------
+def _h(x) -> str:
+    return "-" if x is None else f"{x / 3600:.2f}"
+
+
+def _pc(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _x(x) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.2f}x"
+
+
+def _money(x) -> str:
+    return "-" if x is None else (f"${x:,.2f}" if abs(x) < 1e4 else f"${x:,.0f}")
+
+
+def _f(x, d=2) -> str:
+    return "-" if x is None else f"{x:.{d}f}"
+
+
+def _grid(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    line = "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True)))
+    out = [line, "  ".join("-" * w for w in widths)]
+    for r in rows:
+        out.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+    return "\n".join(out)
+
+
+def format_table(report: dict) -> str:
+    sc = report["scenario"]
+    pols = report["policies"]
+    head = [
+        f"scenario {sc['name']}: {sc['trace']['jobs']} jobs from {sc['trace']['format']} "
+        f"({Path(sc['trace']['source']).name}), {sc['capacity_gpus']} GPUs, seed {sc['seed']}",
+    ]
+    header = [
+        "policy", "jobs", "util", "goodput", "avgJCT h", "p50JCT h", "p99JCT h", "makespan h",
+        "maxLowWait h", "cost/job", "Jain", "preempt", "GPUh lost",
+        "JCT/static", "JCT/oracle", "util/static", "cost/static",
+    ]  # fmt: skip
+    rows = []
+    for name, s in pols.items():
+        vs = s.get("vs_static", {})
+        vo = s.get("vs_oracle", {})
+        rows.append(
+            [
+                name,
+                str(s["jobs"]) + (f" ({s['rejected']} rej)" if s["rejected"] else ""),
+                _pc(s["utilization"]),
+                _pc(s["goodput"]),
+                _h(s["avg_jct_s"]),
+                _h(s["p50_jct_s"]),
+                _h(s["p99_jct_s"]),
+                _h(s["makespan_s"]),
+                _h(s["max_low_priority_wait_s"]),
+                _money(s["cost_per_job"]),
+                _f(s["jain_fairness"]),
+                str(s["preemptions"] + s["interruptions"]),
+                _f(s["gpu_hours_lost"], 1),
+                _x(vs.get("avg_jct_s")),
+                _x(vo.get("avg_jct_s")),
+                _x(vs.get("utilization")),
+                _x(vs.get("cost_per_job")),
+            ]
+        )
+    b = report["bounds"]
+    legend = (
+        "util: GPUs allocated / provisioned over the run; goodput: completed work / provisioned; JCT: submit to end; "
+        "maxLowWait: longest wait of a low-priority job; cost/job: provisioned GPU-hours x price / completed jobs; "
+        "preempt: preemptions + spot interruptions; GPUh lost: work thrown away by them; x/static, x/oracle: ratios "
+        "to static and to the srpt oracle (knows every runtime)"
+    )
+    lines = head + ["", _grid(header, rows), *textwrap.wrap(legend, 118), ""]
+    lines.append(
+        f"lower bounds ({b['jobs']} jobs that must complete, {b['capacity_gpus']} GPUs): "
+        f"makespan >= {_h(b['makespan_s'])} h, avg JCT >= {_h(b['avg_jct_s'])} h; "
+        f"on a fixed cluster of that size goodput <= {_pc(b.get('goodput_max'))}"
+    )
+    bad = {n: s["bound_violations"] for n, s in pols.items() if s.get("bound_violations")}
+    lines.append("bounds hold for every policy" if not bad else f"BOUND VIOLATIONS: {bad}")
+    # waits per priority class
+    prios = ["high", "normal", "low"]
+    wrows = []
+    for name, s in pols.items():
+        w = s["wait_by_priority"]
+        wrows.append(
+            [name]
+            + [_h(w[p]["avg_s"]) if p in w else "-" for p in prios]
+            + [_h(w[p]["max_s"]) if p in w else "-" for p in prios]
+            + [str(s["low_priority_overtaken"]), _money(s["cost_total"]), _money(s["cost_spot"])]
+        )
+    lines += [
+        "",
+        f"queueing delay by priority (hours; aging bound for low priority: {_h(next(iter(pols.values()))['aging_bound_s'])} h)",
+        _grid(
+            ["policy", "avg high", "avg normal", "avg low", "max high", "max normal", "max low", "low overtaken", "cost total", "of it spot"],
+            wrows,
+        ),
+    ]
+    tenants = sorted({t for s in pols.values() for t in s["wait_by_tenant"]})
+    if 0 < len(tenants) <= 8:
+        trows = [[name] + [_h(s["wait_by_tenant"].get(t, {}).get("avg_s")) for t in tenants] for name, s in pols.items()]
+        lines += ["", "average queueing delay by tenant (hours)", _grid(["policy", *tenants], trows)]
+    lines += [""]
+    for name, s in pols.items():
+        extra = f", {s['rejected']} rejected at submit" if s["rejected"] else ""
+        extra += f", {s['unfinished']} UNFINISHED (run stuck)" if s["unfinished"] else ""
+        lines.append(
+            f"{name}: {s['events']:,} events, {s['scheduler_passes']:,} scheduler passes in {s['wall_s']:.1f} s "
+            f"({s['events_per_s']:,.0f} events/s){extra}"
+        )
+    return "\n".join(lines)
+
+
+# --- plots ----------------------------------------------------------------------------------------
+def _binned(t: np.ndarray, v: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Time-weighted mean of a step function (value v[i] from t[i] to t[i+1]) per bin."""
+    if t.size == 0:
+        return np.zeros(len(edges) - 1)
+    cum = np.concatenate([[0.0], np.cumsum(v[:-1] * np.diff(t))])
+    at = np.interp(edges, t, cum, left=0.0, right=cum[-1])
+    widths = np.diff(edges)
+    return np.diff(at) / np.where(widths > 0, widths, 1)
+
+
+def write_plots(report: dict, results: dict[str, SimResult], out_dir: str | Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    name = report["scenario"]["name"]
+    t0 = min(r.start for r in results.values())
+    t1 = max(r.end for r in results.values())
+    edges = np.linspace(t0, t1, 301) if t1 > t0 else np.array([t0, t0 + 1])
+    mid_h = (edges[:-1] + edges[1:]) / 2 / 3600 - t0 / 3600
+    paths = []
+
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    for pol, r in results.items():
+        t = np.asarray(r.series_t)
+        if t.size < 2:
+            continue
+        a = _binned(t, np.asarray(r.series_alloc), edges)
+        c = _binned(t, np.asarray(r.series_capacity), edges)
+        ax.plot(mid_h, np.where(c > 0, a / np.where(c > 0, c, 1), 0) * 100, label=pol, lw=1.2)
+    ax.set(xlabel="hours since first submit", ylabel="GPUs allocated (%)", title=f"{name}: utilisation over time", ylim=(0, 105))
+    ax.legend(ncol=4, fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    paths.append(out / "utilization.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for pol, r in results.items():
+        jct = np.sort([j.end - j.submit for j in r.jobs if j.state in ("SUCCEEDED", "FAILED")])
+        if jct.size:
+            ax.step(np.maximum(jct, 1) / 3600, np.arange(1, jct.size + 1) / jct.size, where="post", label=pol, lw=1.2)
+    ax.set(xscale="log", xlabel="job completion time (hours, log)", ylabel="fraction of jobs", title=f"{name}: JCT CDF")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    paths.append(out / "jct_cdf.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    for pol, r in results.items():
+        t = np.asarray(r.series_t)
+        if t.size < 2:
+            continue
+        ax.plot(mid_h, _binned(t, np.asarray(r.series_queued), edges), label=pol, lw=1.2)
+    ax.set(xlabel="hours since first submit", ylabel="jobs waiting", title=f"{name}: queue length over time")
+    ax.legend(ncol=4, fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    paths.append(out / "queue_length.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+    return paths
+
+
+# --- the command ------------------------------------------------------------------------------------
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="jupyter gpusched bench",
+        description="Replay a GPU-cluster trace through every scheduling policy (the same core code the "
+        "service runs) and print them side by side, with the theoretical limits.",
+        epilog=f"built-in scenarios: {', '.join(builtin_scenarios()) or 'none found'}; "
+        "the scenario YAML schema is in docs/simulator.md",
+    )
+    p.add_argument("scenario", metavar="SCENARIO", help="a built-in scenario name or a path to a scenario YAML file")
+    p.add_argument(
+        "--policies",
+        help=f"comma-separated policies to compare (default: the scenario's list); known: {', '.join(policy_names())}",
+    )
+    p.add_argument("--json", metavar="FILE", help="write every figure to FILE as JSON")
+    p.add_argument("--plots", metavar="DIR", help="write PNG plots (utilisation, JCT CDF, queue length) to DIR")
+    p.add_argument("--traces", metavar="DIR", help="folder that ${traces} in the scenario stands for (default: ../shared/traces)")
+    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument("--limit", type=int, metavar="N", help="replay only the first N jobs of the scenario")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--check", action="store_true", help="check engine invariants after every pass (slow)")
+    return p
+
+
+def bench_main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        sc = load_scenario(args.scenario, traces=args.traces, seed=args.seed)
+        if args.limit is not None:
+            if args.limit < 1:
+                raise ScenarioError(args.scenario, "--limit must be at least 1")
+            sc.jobs = sc.jobs[: args.limit]
+            sc.trace = sc.trace.with_jobs([j.trace for j in sc.jobs])
+        policies = sc.policies
+        if args.policies:
+            policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+            unknown = [p for p in policies if p not in policy_names()]
+            if unknown:
+                raise ScenarioError("--policies", f"unknown policy {unknown[0]!r}; known: {', '.join(policy_names())}")
+            for p in policies:
+                sc.make_policy(p)
+    except (ScenarioError, TraceError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    report, results = run_bench(sc, policies, progress=False if args.no_progress else None, check_invariants=args.check)
+    print(format_table(report))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report, indent=2, default=_json_default) + "\n")
+        print(f"\nwrote {args.json}")
+    if args.plots:
+        for p in write_plots(report, results, args.plots):
+            print(f"wrote {p}")
+    return 0
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, set):
+        return sorted(o)
+    raise TypeError(f"cannot write {type(o).__name__} as JSON")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(bench_main(sys.argv[1:]))
