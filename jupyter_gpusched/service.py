@@ -147,7 +147,7 @@ class Service:
             job = self._apply_update(update)
             if job is not None:
                 touched[job.id] = job
-        heartbeats = {jid: i["heartbeat_at"] for jid, i in self.info.items() if i.get("heartbeat_at") and jid in s.active}
+        heartbeats = {jid: self.info[jid]["heartbeat_at"] for jid in s.active if self.info.get(jid, {}).get("heartbeat_at")}
         for jid in lost_jobs(list(s.active.values()), heartbeats, now, self.config.health):
             self.backend.kill(jid, "no heartbeat")
             touched[jid] = s.lost(jid, now, "no heartbeat from the runner")
@@ -155,13 +155,18 @@ class Service:
         if now - self._last_memory_check >= self.config.memory_check_interval:
             self._last_memory_check = now
             self._fence_leaky_gpus()
+        # A pass may admit a job and preempt it again (reclaim, spot make-room), or preempt
+        # a running job and admit it elsewhere: only the net outcome reaches the backend.
+        first: dict[str, Admit | Preempt] = {}
         for decision in s.schedule(now):
-            job = s.jobs[decision.job_id]
-            touched[job.id] = job
-            if isinstance(decision, Admit):
+            if isinstance(decision, (Admit, Preempt)):  # pools are fixed here: Scale is the simulator's
+                first.setdefault(decision.job_id, decision)
+        for job_id, decision in first.items():
+            job = touched[job_id] = s.jobs[job_id]
+            if isinstance(decision, Preempt):  # it was running before this pass
+                self.backend.kill(job_id, decision.reason)
+            if job.state is JobState.ADMITTED:
                 self._launch(job, now)
-            elif isinstance(decision, Preempt):
-                self.backend.kill(job.id, decision.reason)
         self._persist(touched.values())
         self._record_usage(now)
 

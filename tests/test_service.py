@@ -109,3 +109,20 @@ def test_demand_history_is_recorded_per_tenant(tmp_path):
     rows = service.store.usage(tenant="default")
     assert rows and rows[-1][2:] == (3, 2)  # 3 GPUs requested, 2 allocated
     service.backend.close()
+
+
+def test_reclaim_kills_the_borrower_and_requeues_it(tmp_path):
+    from jupyter_gpusched.core import Tenant
+
+    service = make_service(tmp_path)
+    service.scheduler.ledger.tenants.update({"a": Tenant("a", 1), "b": Tenant("b", 1)})
+    make_notebook(tmp_path / "root" / "nb.ipynb", "import time; time.sleep(60)")
+    borrowers = [service.submit(notebook="nb.ipynb", owner="ann", tenant="a") for _ in range(2)]
+    run_until(service, lambda: all(j.state is JobState.RUNNING for j in borrowers))
+    victim = next(j for j in borrowers if j.borrowed)
+    owner = service.submit(notebook="nb.ipynb", owner="bob", tenant="b")
+    run_until(service, lambda: owner.state is JobState.RUNNING)
+    assert victim.state is JobState.QUEUED and victim.preemptions == 1
+    assert victim.id not in service.backend.running()  # its process group was killed
+    assert [e.dst for e in service.store.events(victim.id)][-2:] == [JobState.PREEMPTED, JobState.QUEUED]
+    service.backend.close()

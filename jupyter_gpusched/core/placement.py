@@ -104,6 +104,10 @@ class Cluster:
     def pool_gpus(self, pool: str) -> int:
         return sum(cap * count for cap, count in self._caps.get(pool, {}).items())
 
+    def free_in_pool(self, pool: str) -> int:
+        """Free GPUs on the nodes of `pool` (from the buckets: O(GPUs per node))."""
+        return sum(free * len(nodes) for free, nodes in enumerate(self._buckets.get(pool) or ()))
+
     def max_node_gpus(self, pools: Iterable[str] | None = None) -> int:
         wanted = self._caps if pools is None else set(pools)
         return max((max(self._caps[p], default=0) for p in wanted if p in self._caps), default=0)

@@ -265,6 +265,10 @@ class Scheduler:
             return [g for g in (spot, ondemand) if g]
         return [ondemand] if ondemand else []
 
+    def free_gpus_for(self, spec: JobSpec) -> int:
+        """Free GPUs in every pool this job may use."""
+        return sum(self.cluster.free_in_pool(p) for group in self.pool_choices(spec) for p in group)
+
     def place(self, job: Job, exclude: frozenset[str] | set[str] = frozenset()) -> Allocation | None:
         for pools in self.pool_choices(job.spec):
             alloc = self.cluster.place(job.gpus, pools, exclude)

@@ -69,6 +69,7 @@ class DynamicPolicy(Policy):
         # Most jobs in a long queue are only classified and skipped; the verdict for a
         # (tenant, size) is reused until a usage changes (admit / reclaim clear it).
         verdicts: dict[tuple[str, int], Admission] = {}
+        usable_free: dict[tuple, int] = {}  # (preemptible, gpu type) -> free GPUs it may use
         classify = s.ledger.classify
         borrow_phase = phase is Admission.BORROW
         for job in s.queue:
@@ -93,21 +94,35 @@ class DynamicPolicy(Policy):
                     # ones would pass it forever, whatever aging says (see the rules above).
                     quota_wait.add(tenant)
                 continue
-            exclude = self._excluded(job, now)
-            key = (job.spec.preemptible, job.spec.gpu_type, exclude)
-            alloc = s.place(job, exclude) if g < capacity_failed.get(key, INF) else None
-            if alloc is None:
-                capacity_failed[key] = min(g, capacity_failed.get(key, INF))
-                if phase is Admission.WITHIN_QUOTA and g < reclaim_failed and s.borrowers:
-                    if self._reclaim(s, job, now, exclude):
-                        verdicts.clear()
-                        alloc = s.place(job, exclude)
-                        capacity_failed.pop(key, None)
-                    else:
-                        reclaim_failed = g
+            # Free GPUs in the pools this kind of job may use: when there are too few, skip
+            # placement outright (a long queue facing only unusable free GPUs stays cheap).
+            usable_key = (spec.preemptible, spec.gpu_type)
+            free_here = usable_free.get(usable_key)
+            if free_here is None:
+                free_here = usable_free[usable_key] = s.free_gpus_for(spec)
+            alloc = None
+            exclude = None
+            if g <= free_here:
+                exclude = self._excluded(job, now)
+                key = (spec.preemptible, spec.gpu_type, exclude)
+                if g < capacity_failed.get(key, INF):
+                    alloc = s.place(job, exclude)
+                    if alloc is None:
+                        capacity_failed[key] = g
+            if alloc is None and phase is Admission.WITHIN_QUOTA and g < reclaim_failed and s.borrowers:
+                if exclude is None:
+                    exclude = self._excluded(job, now)
+                if self._reclaim(s, job, now, exclude):
+                    verdicts.clear()
+                    usable_free.clear()
+                    capacity_failed.clear()
+                    alloc = s.place(job, exclude)
+                else:
+                    reclaim_failed = g
             if alloc is not None:
                 s.admit(job, alloc, borrowed=admission is Admission.BORROW, now=now)
                 verdicts.clear()
+                usable_free.clear()
                 if self._reservations.pop(job.id, None):
                     self._shadow = self._shadows(s)
                 continue

@@ -1,0 +1,277 @@
+"""Elastic pools: size the on-demand and spot pools from the demand forecast.
+
+Pure, like the rest of the core: times are handed in, decisions (`Scale`) come out.
+
+The rule (`plan`): the GPUs wanted now are the largest upper quantile of the demand
+forecast over the next `lead_s` seconds (at least the time a node takes to come up plus
+one decision interval), or the demand seen now if that is larger, plus `headroom`. So
+capacity is asked for *before* the peak it is meant for. A share `spot_share` of it
+(the preemptible part of demand) goes to spot pools, the rest (and whatever spot pools
+cannot hold) to on-demand pools; each pool gets whole nodes within its min/max. A pool
+grows at once; it shrinks only when `cooldown_s` has passed since its last change, so
+capacity leaves after the peak, not in the dip between two bursts.
+
+`ElasticScaler` keeps the little state the rule needs (last change and size asked per
+pool). `DemandFeed` turns the demand the driver observes into a forecast (the one
+forecaster, `core.forecast`, refitted every `refit_s`). `ElasticPolicy` wraps any
+scheduling policy: it schedules as the wrapped policy does and, every `interval_s`,
+records demand and adds the scaler's `Scale` decisions. The simulator applies them as it
+does any policy's; the live service will, once its backend can add nodes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .model import Scale
+from .policies.base import Policy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .scheduler import Scheduler, SchedulerConfig
+
+__all__ = ["DemandFeed", "ElasticPolicy", "ElasticScaler", "PoolSizing", "ScalingConfig", "plan", "target_gpus"]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSizing:
+    """What the scaler may do with one pool."""
+
+    name: str
+    gpus_per_node: int
+    min_nodes: int = 0
+    max_nodes: int | None = None
+    spot: bool = False
+
+    def __post_init__(self) -> None:
+        if self.gpus_per_node < 1:
+            raise ValueError(f"pool {self.name}: gpus_per_node must be at least 1")
+        if self.min_nodes < 0 or (self.max_nodes is not None and self.max_nodes < self.min_nodes):
+            raise ValueError(f"pool {self.name}: need 0 <= min_nodes <= max_nodes")
+
+    @property
+    def max_gpus(self) -> float:
+        return math.inf if self.max_nodes is None else self.max_nodes * self.gpus_per_node
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingConfig:
+    lead_s: float = 1800.0  # look this far ahead: >= node start-up + one decision interval
+    cooldown_s: float = 3600.0  # no shrinking a pool within this long of its last change
+    headroom: float = 0.0  # extra share on top of the target (0.1 = 10%)
+    spot_share: float = 0.0  # share of demand that may run on spot (preemptible work)
+
+    def __post_init__(self) -> None:
+        if self.lead_s < 0 or self.cooldown_s < 0 or self.headroom < 0:
+            raise ValueError("lead_s, cooldown_s and headroom must be 0 or more")
+        if not 0 <= self.spot_share <= 1:
+            raise ValueError("spot_share must be between 0 and 1")
+
+
+def target_gpus(now: float, times: Sequence[float] | np.ndarray, upper: Sequence[float] | np.ndarray, lead_s: float) -> float:
+    """The largest forecast upper quantile over [now, now + lead_s]. A forecast bucket
+    counts if any part of it falls in that span (buckets start at `times`). 0 when the
+    forecast says nothing about that span."""
+    t = np.asarray(times, dtype=float)
+    u = np.asarray(upper, dtype=float)
+    if len(t) == 0:
+        return 0.0
+    step = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
+    inside = (t + step > now) & (t <= now + lead_s) & np.isfinite(u)
+    return float(u[inside].max()) if inside.any() else 0.0
+
+
+def plan(
+    now: float,
+    wanted_gpus: float,
+    pools: Sequence[PoolSizing],
+    current: Mapping[str, int],
+    config: ScalingConfig,
+    last_change: Mapping[str, float] | None = None,
+) -> list[Scale]:
+    """Scale decisions for pools whose size should change, given the GPUs wanted now
+    (already including the look-ahead). `current`: each pool's size (nodes, counting those
+    on their way); `last_change`: when each pool last changed size."""
+    last_change = last_change or {}
+    need = max(0.0, wanted_gpus) * (1.0 + config.headroom)
+    spot_pools = [p for p in pools if p.spot]
+    od_pools = [p for p in pools if not p.spot]
+    need_spot = need * config.spot_share if spot_pools else 0.0
+    need_od = need - need_spot
+    spot_room = sum(p.max_gpus for p in spot_pools)
+    if need_spot > spot_room:
+        need_od += need_spot - spot_room
+        need_spot = spot_room
+    desired: dict[str, int] = {}
+    for group, amount in ((od_pools, need_od), (spot_pools, need_spot)):
+        left = amount
+        for p in group:
+            nodes = math.ceil(max(0.0, left) / p.gpus_per_node - 1e-9)
+            nodes = max(nodes, p.min_nodes)
+            if p.max_nodes is not None:
+                nodes = min(nodes, p.max_nodes)
+            desired[p.name] = nodes
+            left -= nodes * p.gpus_per_node
+    out = []
+    for p in pools:
+        cur = int(current.get(p.name, 0))
+        want = desired[p.name]
+        if want > cur:
+            out.append(Scale(p.name, want, f"forecast: {need:.0f} GPUs wanted within {config.lead_s / 60:.0f} min"))
+        elif want < cur:
+            since = now - last_change.get(p.name, -math.inf)
+            if since >= config.cooldown_s:
+                out.append(Scale(p.name, want, f"forecast: {need:.0f} GPUs wanted; shrinking after {config.cooldown_s / 60:.0f} min cool-down"))
+    return out
+
+
+@dataclass
+class ElasticScaler:
+    """`plan` plus its memory: the size last asked for and when, per pool."""
+
+    pools: Sequence[PoolSizing]
+    config: ScalingConfig = field(default_factory=ScalingConfig)
+    last_change: dict[str, float] = field(default_factory=dict)
+    asked: dict[str, int] = field(default_factory=dict)
+
+    def decide(
+        self,
+        now: float,
+        times: Sequence[float] | np.ndarray,
+        upper: Sequence[float] | np.ndarray,
+        current: Mapping[str, int],
+        demand_now: float = 0.0,
+    ) -> list[Scale]:
+        """Decisions from a forecast (bucket start times and the upper quantile) and the
+        demand seen now. A pool's size is the last size asked for, else `current`."""
+        wanted = max(target_gpus(now, times, upper, self.config.lead_s), demand_now)
+        sizes = {p.name: self.asked.get(p.name, int(current.get(p.name, 0))) for p in self.pools}
+        decisions = plan(now, wanted, self.pools, sizes, self.config, self.last_change)
+        for d in decisions:
+            self.asked[d.pool] = d.nodes
+            self.last_change[d.pool] = now
+        return decisions
+
+
+class DemandFeed:
+    """Demand history as the driver observes it, and forecasts made from it.
+
+    `observe(t, gpus)` records demand (GPUs queued + running) at time t; `upper(now)`
+    returns (bucket start times, upper quantile) for the next `horizon_s`, refitting
+    `model` (see core.forecast) every `refit_s` on the last `history_s`. `warmup` is
+    history from before the driver started (times, values), if any."""
+
+    def __init__(
+        self,
+        model: str = "auto",
+        horizon_s: float = 6 * 3600.0,
+        refit_s: float = 6 * 3600.0,
+        history_s: float = 28 * 86400.0,
+        interval: float = 0.8,
+        step_s: float = 600.0,
+        warmup: tuple[Sequence[float], Sequence[float]] | None = None,
+    ):
+        self.model = model
+        self.horizon_s = horizon_s
+        self.refit_s = refit_s
+        self.history_s = history_s
+        self.interval = interval
+        self.step_s = step_s
+        self.t: list[float] = list(warmup[0]) if warmup else []
+        self.v: list[float] = list(warmup[1]) if warmup else []
+        self._fitted: Any = None
+        self._fit_at = -math.inf
+        self.fits = 0
+        self.fit_s = 0.0
+        self.models_used: dict[str, int] = {}
+
+    def observe(self, t: float, gpus: float) -> None:
+        self.t.append(float(t))
+        self.v.append(float(gpus))
+
+    def upper(self, now: float) -> tuple[np.ndarray, np.ndarray]:
+        from . import forecast as fc
+
+        series = fc.regularize(self.t, self.v, self.step_s).tail(self.history_s)
+        horizon = max(1, math.ceil(self.horizon_s / self.step_s))
+        if series.observed == 0:
+            return np.zeros(0), np.zeros(0)
+        if self._fitted is None or now - self._fit_at >= self.refit_s:
+            self._fitted, _ = fc.fit_model(series, self.model)
+            self._fit_start = series.start
+            self._fit_at = now
+            self.fits += 1
+            self.fit_s += self._fitted.fit_s
+            self.models_used[self._fitted.model] = self.models_used.get(self._fitted.model, 0) + 1
+        # the fitted model indexes buckets from its own start: give it the history on that grid
+        offset = int(round((series.start - self._fit_start) / self.step_s))
+        history = series.values
+        if offset > 0:
+            history = np.concatenate([np.full(offset, np.nan), history])
+        elif offset < 0:
+            history = history[-offset:]
+        _, _, hi = self._fitted.predict(history, horizon, self.interval)
+        times = self._fit_start + self.step_s * (len(history) + np.arange(horizon))
+        return times, hi
+
+
+class ElasticPolicy(Policy):
+    """Any policy, plus forecast-driven pool sizes. Every `interval_s` it records the
+    demand (GPUs queued + running), asks `source(now)` for the forecast (bucket start times,
+    upper quantile) and turns the scaler's decisions into `Scale` decisions. With
+    `source=None` it sizes from the demand seen now only (a reactive baseline)."""
+
+    def __init__(
+        self,
+        base: Policy,
+        scaler: ElasticScaler,
+        feed: DemandFeed | None = None,
+        interval_s: float = 600.0,
+        on_tick: Callable[[Scheduler, float], None] | None = None,
+    ):
+        self.base = base
+        self.scaler = scaler
+        self.feed = feed
+        self.interval_s = interval_s
+        self.on_tick = on_tick
+        self.name = f"{base.name}+{'forecast' if feed is not None else 'reactive'}-scaling"
+        self.allow_borrowing = base.allow_borrowing
+        self._next = -math.inf
+        self.decisions: list[tuple[float, Scale]] = []
+
+    def queue_key(self, config: SchedulerConfig):
+        return self.base.queue_key(config)
+
+    def __getattr__(self, name: str):
+        # checkpoint_interval and other optional hooks of the wrapped policy
+        if name in ("base", "__setstate__"):
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+    def schedule(self, s: Scheduler, now: float) -> None:
+        self.base.schedule(s, now)
+        if now < self._next:
+            return
+        self._next = now + self.interval_s
+        demand = sum(j.gpus for j in s.queue) + sum(j.gpus for j in s.active.values())
+        current = {p.name: len(s.cluster.nodes_in(p.name)) for p in self.scaler.pools}
+        if self.feed is not None:
+            self.feed.observe(now, demand)
+            times, upper = self.feed.upper(now)
+        else:
+            times, upper = np.zeros(0), np.zeros(0)
+        for d in self.scaler.decide(now, times, upper, current, demand_now=demand):
+            s.scale(d.pool, d.nodes, d.reason)
+            self.decisions.append((now, d))
+        if self.on_tick is not None:
+            self.on_tick(s, now)
+
+    def next_wakeup(self, s: Scheduler, now: float) -> float | None:
+        base = getattr(self.base, "next_wakeup", None)
+        w = base(s, now) if base is not None else None
+        mine = self._next if self._next > now else now + self.interval_s
+        return mine if w is None else min(w, mine)
