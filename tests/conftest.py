@@ -23,10 +23,11 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 TRACES = PROJECT_ROOT / ".." / "shared" / "traces"
 
 
-def make_notebook(path: Path, *cells: str, parameters: str | None = None) -> Path:
+def make_notebook(path: Path, *cells: str, parameters: str | None = None, kernelspec: bool = True) -> Path:
     """Write a small real notebook; `parameters` becomes the cell tagged 'parameters'."""
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    if kernelspec:
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     if parameters is not None:
         cell = nbformat.v4.new_code_cell(parameters)
         cell.metadata["tags"] = ["parameters"]

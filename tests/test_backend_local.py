@@ -18,23 +18,13 @@ from jupyter_gpusched.backends.base import validate_parameters
 from jupyter_gpusched.backends.local import max_runtime_message
 from jupyter_gpusched.core.model import NodeSpec
 
+from conftest import make_notebook
+
 LINUX = sys.platform.startswith("linux")
 MALICIOUS = "'); import os; os.system('touch HACKED'); ('"
 MALICIOUS_2 = '"; import os; os.system("touch HACKED2") # \\" \n"""\'\'\' \\'
 
 
-def make_notebook(path: Path, *cells: str, parameters: str | None = None, kernelspec: bool = True) -> Path:
-    nb = nbformat.v4.new_notebook()
-    if kernelspec:
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    if parameters is not None:
-        cell = nbformat.v4.new_code_cell(parameters)
-        cell.metadata["tags"] = ["parameters"]
-        nb.cells.append(cell)
-    nb.cells.extend(nbformat.v4.new_code_cell(src) for src in cells)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, str(path))
-    return path
 
 
 def request(tmp_path: Path, job_id: str, notebook: Path, **kw) -> LaunchRequest:

@@ -161,6 +161,22 @@ class Job:
         return tuple(node for node, _ in self.allocation)
 
 
+def attained_now(job: Job, now: float) -> float:
+    """GPU-seconds of service so far, the running attempt included."""
+    a = job.attained_gpu_s
+    if job.started_at is not None:
+        a += max(0.0, now - job.started_at) * job.gpus
+    return a
+
+
+def work_at_risk(job: Job, now: float) -> float:
+    """GPU-seconds a preemption would throw away: since its last checkpoint, or its start."""
+    since = job.started_at if job.started_at is not None else now
+    if job.last_checkpoint_at is not None and job.last_checkpoint_at > since:
+        since = job.last_checkpoint_at
+    return (now - since) * job.gpus
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One recorded move of one job: who moved it, when, why."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ..model import Job
+from ..model import Job, work_at_risk
 from ..queues import aged_key
 from ..quotas import Admission
 from . import register
@@ -208,14 +208,14 @@ class DynamicPolicy(Policy):
             if node in exclude or s.cluster.pool_of(node) not in pools or s.cluster.capacity(node) < g:
                 continue
             free = s.cluster.free_on(node)
-            victims.sort(key=lambda v: (_work_at_risk(v, now), -v.seq))
+            victims.sort(key=lambda v: (work_at_risk(v, now), -v.seq))
             chosen, lost = [], 0.0
             for v in victims:
                 if free >= g:
                     break
                 chosen.append(v)
                 free += sum(len(ids) for n, ids in v.allocation if n == node)
-                lost += _work_at_risk(v, now)
+                lost += work_at_risk(v, now)
             if free >= g:
                 cost = (sum(v.gpus for v in chosen), lost, node)
                 if best is None or cost < best[0]:
@@ -250,9 +250,3 @@ def _ready_time(s: Scheduler, node: str, need: int) -> float:
     return INF
 
 
-def _work_at_risk(job: Job, now: float) -> float:
-    """GPU-seconds a preemption would throw away: since its last checkpoint, or its start."""
-    since = job.started_at if job.started_at is not None else now
-    if job.last_checkpoint_at is not None and job.last_checkpoint_at > since:
-        since = job.last_checkpoint_at
-    return (now - since) * job.gpus

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..model import Job
+from ..model import Job, work_at_risk
 from .base import Policy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,17 +97,3 @@ class PreemptiveListPolicy(Policy):
         return best[1] if best is not None else []
 
 
-def attained_now(job: Job, now: float) -> float:
-    """GPU-seconds of service including the running attempt."""
-    a = job.attained_gpu_s
-    if job.started_at is not None:
-        a += max(0.0, now - job.started_at) * job.gpus
-    return a
-
-
-def work_at_risk(job: Job, now: float) -> float:
-    """GPU-seconds a preemption would throw away: since its last checkpoint, or its start."""
-    since = job.started_at if job.started_at is not None else now
-    if job.last_checkpoint_at is not None and job.last_checkpoint_at > since:
-        since = job.last_checkpoint_at
-    return (now - since) * job.gpus

@@ -23,10 +23,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ..model import Job
+from ..model import Job, work_at_risk
 from ..quotas import Admission
 from . import register
-from .dynamic import DynamicPolicy, _work_at_risk
+from .dynamic import DynamicPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..scheduler import Scheduler
@@ -151,14 +151,14 @@ class SpotHybridPolicy(DynamicPolicy):
                 if node in exclude or cluster.pool_of(node) not in pools or cluster.capacity(node) < job.gpus:
                     continue
                 free = cluster.free_on(node)
-                jobs.sort(key=lambda v: (_work_at_risk(v, now), -v.seq))
+                jobs.sort(key=lambda v: (work_at_risk(v, now), -v.seq))
                 chosen, risk = [], 0.0
                 for v in jobs:
                     if free >= job.gpus:
                         break
                     chosen.append(v)
                     free += v.gpus
-                    risk += _work_at_risk(v, now)
+                    risk += work_at_risk(v, now)
                 if free >= job.gpus:
                     cost = (sum(v.gpus for v in chosen), risk, node)
                     if best is None or cost < best[0]:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, ClassVar
 
-from ..model import Job
+from ..model import Job, attained_now, work_at_risk
 from . import register
-from .preemptive import PreemptiveListPolicy, attained_now, work_at_risk
+from .preemptive import PreemptiveListPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..scheduler import Scheduler

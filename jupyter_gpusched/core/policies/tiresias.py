@@ -15,9 +15,9 @@ import bisect
 import math
 from typing import TYPE_CHECKING
 
-from ..model import Job
+from ..model import Job, attained_now
 from . import register
-from .preemptive import PreemptiveListPolicy, attained_now
+from .preemptive import PreemptiveListPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..scheduler import Scheduler
