@@ -14,3 +14,8 @@ def load_ipython_extension(ipython):
     from .magic import load_ipython_extension as load
 
     load(ipython)
+
+
+def _jupyter_labextension_paths():
+    """The prebuilt JupyterLab extension (built from labextension/ into jupyter_gpusched/labextension)."""
+    return [{"src": "labextension", "dest": "jupyter-gpusched"}]

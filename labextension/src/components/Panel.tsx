@@ -1,0 +1,73 @@
+import { ReactWidget, UseSignal, refreshIcon } from '@jupyterlab/ui-components';
+import * as React from 'react';
+
+import { SubmitFormModel } from '../form';
+import { JobsModel } from '../model';
+import { PANEL_ID } from '../tokens';
+import { gpuIcon } from './icons';
+import { IJobActions, JobList } from './JobList';
+import { SubmitForm } from './SubmitForm';
+
+export interface IPanelOptions {
+  model: JobsModel;
+  form: SubmitFormModel;
+  actions: IJobActions;
+  onSubmit: () => void;
+  onNotebookChange: (path: string) => void;
+}
+
+/** The left sidebar panel: the submit form above the live job list. */
+export class GPUSchedPanel extends ReactWidget {
+  constructor(options: IPanelOptions) {
+    super();
+    this._options = options;
+    this.id = PANEL_ID;
+    this.addClass('jp-GPUSched-panel');
+    this.title.icon = gpuIcon;
+    this.title.caption = 'GPU Jobs';
+    this.node.setAttribute('role', 'region');
+    this.node.setAttribute('aria-label', 'GPU Jobs');
+  }
+
+  /** Move keyboard focus to the first form control (after a command filled the form). */
+  focusForm(): void {
+    requestAnimationFrame(() => {
+      const input = this.node.querySelector<HTMLElement>('#gpusched-form-gpus');
+      input?.focus();
+    });
+  }
+
+  protected render(): JSX.Element {
+    const { model, form, actions, onSubmit, onNotebookChange } = this._options;
+    return (
+      <div className="jp-GPUSched-panelBody">
+        <div className="jp-GPUSched-header">
+          <h2>GPU Jobs</h2>
+          <button
+            type="button"
+            className="jp-Button jp-mod-minimal jp-GPUSched-iconButton"
+            title="Refresh"
+            aria-label="Refresh the job list"
+            onClick={() => void model.refresh()}
+          >
+            <refreshIcon.react tag="span" />
+          </button>
+        </div>
+        <UseSignal signal={model.changed}>
+          {() => (
+            <SubmitForm
+              form={form}
+              queues={model.queues}
+              cluster={model.cluster}
+              onSubmit={onSubmit}
+              onNotebookChange={onNotebookChange}
+            />
+          )}
+        </UseSignal>
+        <JobList model={model} actions={actions} />
+      </div>
+    );
+  }
+
+  private _options: IPanelOptions;
+}

@@ -1,0 +1,52 @@
+/** Small display helpers: durations, times, job names. */
+import { IJob } from './tokens';
+
+/** `1h 02m`, `3m 05s`, `42s`. */
+export function formatDuration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const r = s % 60;
+  if (h > 0) {
+    return `${h}h ${String(m).padStart(2, '0')}m`;
+  }
+  if (m > 0) {
+    return `${m}m ${String(r).padStart(2, '0')}s`;
+  }
+  return `${r}s`;
+}
+
+/** Seconds the job has run (to its end, or to `now` while it runs); null before it started. */
+export function elapsedSeconds(job: IJob, now: number = Date.now()): number | null {
+  if (!job.started) {
+    return null;
+  }
+  const start = Date.parse(job.started);
+  const end = job.finished ? Date.parse(job.finished) : now;
+  return Number.isFinite(start) && Number.isFinite(end) ? (end - start) / 1000 : null;
+}
+
+/** `in 3m 05s (14:05)` / `now` for an ISO time, relative to `now`. */
+export function formatStart(iso: string | null, now: number = Date.now()): string {
+  if (!iso) {
+    return 'unknown';
+  }
+  const t = Date.parse(iso);
+  if (!Number.isFinite(t)) {
+    return 'unknown';
+  }
+  const clock = new Date(t).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  const wait = (t - now) / 1000;
+  return wait <= 1 ? `now (${clock})` : `in ${formatDuration(wait)} (${clock})`;
+}
+
+/** The notebook's file name without folders. */
+export function notebookName(job: Pick<IJob, 'notebook'>): string {
+  const parts = job.notebook.split('/');
+  return parts[parts.length - 1] || job.notebook;
+}
+
+/** A short, readable form of a job id. */
+export function shortId(id: string): string {
+  return id.length > 8 ? id.slice(0, 8) : id;
+}

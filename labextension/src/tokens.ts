@@ -1,0 +1,189 @@
+/**
+ * Shapes of the jupyter-gpusched REST API (see jupyter_gpusched/server/openapi.yaml)
+ * and the names shared across the extension.
+ */
+
+/** Every state a job can be in. */
+export type JobState =
+  | 'QUEUED'
+  | 'ADMITTED'
+  | 'RUNNING'
+  | 'SUCCEEDED'
+  | 'FAILED'
+  | 'CANCELLED'
+  | 'PREEMPTED'
+  | 'LOST';
+
+/** States a job never leaves. */
+export const TERMINAL_STATES: ReadonlySet<JobState> = new Set<JobState>([
+  'SUCCEEDED',
+  'FAILED',
+  'CANCELLED'
+]);
+
+/** States that wait for GPUs (shown as "queued" in the status bar). */
+export const WAITING_STATES: ReadonlySet<JobState> = new Set<JobState>([
+  'QUEUED',
+  'PREEMPTED',
+  'LOST'
+]);
+
+/** States that hold GPUs (shown as "running" in the status bar). */
+export const RUNNING_STATES: ReadonlySet<JobState> = new Set<JobState>([
+  'ADMITTED',
+  'RUNNING'
+]);
+
+export type Priority = 'high' | 'normal' | 'low';
+export const PRIORITIES: ReadonlyArray<Priority> = ['high', 'normal', 'low'];
+
+/** A job as listed by `GET gpusched/api/jobs`. */
+export interface IJob {
+  id: string;
+  state: JobState;
+  notebook: string;
+  gpus: number;
+  priority: Priority;
+  tenant: string;
+  owner: string;
+  created: string;
+  started: string | null;
+  finished: string | null;
+  reason: string;
+  preemptible: boolean;
+  max_runtime: number | null;
+  allocation: { node: string; gpus: number[] }[];
+  borrowed: boolean;
+  attempts: number;
+  preemptions: number;
+  /** [cells done, cells total] while (or after) the notebook runs. */
+  progress: [number, number] | null;
+  message: string;
+}
+
+/** One job as returned by `GET gpusched/api/jobs/{id}` and `POST jobs`. */
+export interface IJobDetail extends IJob {
+  parameters: Record<string, unknown>;
+  max_retries: number;
+  gpu_type: string | null;
+  /** 0-based place in line while queued. */
+  position: number | null;
+  estimated_start: string | null;
+}
+
+/** The body of `POST gpusched/api/jobs`. */
+export interface IJobSubmit {
+  notebook: string;
+  gpus?: number;
+  priority?: Priority;
+  tenant?: string;
+  parameters?: Record<string, unknown>;
+  max_runtime?: number | null;
+  preemptible?: boolean;
+  max_retries?: number;
+  gpu_type?: string | null;
+}
+
+export interface IJobList {
+  jobs: IJob[];
+  total: number;
+  next_offset: number | null;
+}
+
+export interface IJobFilter {
+  state?: JobState;
+  tenant?: string;
+  mine?: boolean;
+  limit?: number;
+  offset?: number;
+}
+
+export interface IJobEvent {
+  time: string;
+  from: JobState | null;
+  to: JobState;
+  reason: string;
+  actor: string;
+}
+
+export interface IQueue {
+  quota: number;
+  burst: number | null;
+  used: number;
+  borrowed: number;
+  queued: number;
+  queued_gpus: number;
+  running: number;
+}
+
+export interface IQueues {
+  policy: string;
+  queues: Record<string, IQueue>;
+}
+
+export interface IClusterNode {
+  name: string;
+  pool: string;
+  gpus: number;
+  free: number;
+  fenced: number[];
+  jobs: string[];
+}
+
+export interface IClusterPool {
+  name: string;
+  spot: boolean;
+  price_per_gpu_hour: number;
+  /** Not in the API yet; used when a server sends it. */
+  gpu_type?: string | null;
+}
+
+export interface ICluster {
+  backend: string;
+  policy: string;
+  total_gpus: number;
+  free_gpus: number;
+  allocated_gpus: number;
+  utilization: number;
+  nodes: IClusterNode[];
+  pools: IClusterPool[];
+}
+
+/** The body of every refused request. */
+export interface IApiErrorBody {
+  error: string;
+  message: string;
+  field: string | null;
+}
+
+/** A chunk of a job's log and the offset to ask for next. */
+export interface ILogChunk {
+  text: string;
+  offset: number;
+}
+
+/** The extension's user settings (schema/plugin.json). */
+export interface IGPUSchedSettings {
+  defaultGpus: number;
+  defaultPriority: Priority;
+  /** Seconds between refreshes of the job list. */
+  refreshInterval: number;
+}
+
+export const DEFAULT_SETTINGS: IGPUSchedSettings = {
+  defaultGpus: 1,
+  defaultPriority: 'normal',
+  refreshInterval: 5
+};
+
+export const PLUGIN_ID = 'jupyter-gpusched:plugin';
+export const PANEL_ID = 'gpusched-panel';
+
+export namespace CommandIDs {
+  export const openPanel = 'gpusched:open-panel';
+  /** Fill the form with a notebook (args.path, or the current notebook) and show it. */
+  export const submitNotebook = 'gpusched:submit-notebook';
+  /** The same for the file selected in the file browser (context menu). */
+  export const submitFile = 'gpusched:submit-file';
+  export const refresh = 'gpusched:refresh';
+}
