@@ -94,6 +94,9 @@ def build_parser(prog: str = "jupyter gpusched", parser_class: type[argparse.Arg
     f.add_argument("--json", action="store_true")
 
     sub.add_parser("bench", help="replay a trace in the simulator and compare policies (see `bench --help`)", add_help=False)
+    sub.add_parser("manifest", help="print the Kubernetes Job YAML a notebook would become (see `manifest --help`)", add_help=False)
+    sub.add_parser("forecast-eval", help="backtest the demand forecaster on your own series (see `forecast-eval --help`)", add_help=False)
+    sub.add_parser("hub-service", help="run the scheduler as a JupyterHub service (see docs/jupyterhub.md)", add_help=False)
     return p
 
 
@@ -217,6 +220,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .sim.report import bench_main
 
         return bench_main(argv[1:])
+    if argv and argv[0] == "manifest":  # the kubernetes backend parses its own arguments
+        from .backends.kubernetes import manifest_main
+
+        return manifest_main(argv[1:])
+    if argv and argv[0] == "forecast-eval":  # its own arguments, and no server needed
+        from .forecast_cli import forecast_eval_main
+
+        return forecast_eval_main(argv[1:])
+    if argv and argv[0] == "hub-service":  # a Jupyter server app: its own traitlets options
+        from .hub.app import main as hub_main
+
+        hub_main(argv[1:])
+        return 0
     args = build_parser().parse_args(argv)
     try:
         return run(args)

@@ -1,8 +1,9 @@
 """The one HTTP client for the REST API, used by the CLI, the magic and the widgets.
 
 It finds the server the way Jupyter tools do: an explicit URL and token, else the
-environment (GPUSCHED_URL / GPUSCHED_TOKEN, or JupyterHub's JUPYTERHUB_SERVICE_PREFIX
-with JUPYTERHUB_API_TOKEN inside a hub), else the running servers listed in the Jupyter
+environment (GPUSCHED_URL / GPUSCHED_TOKEN; inside a JupyterHub single-user server, that
+server's JUPYTERHUB_SERVICE_URL with its JUPYTERHUB_API_TOKEN: it forwards to the hub's
+scheduler service), else the running servers listed in the Jupyter
 runtime directory (preferring the one whose root holds the current folder).
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import requests
 
@@ -39,15 +40,37 @@ def _running_servers() -> list[dict[str, Any]]:
     return list(list_running_servers())
 
 
+def _hub_server() -> tuple[str, str, str | None] | None:
+    """Inside a JupyterHub single-user server (a kernel or terminal there): its own URL, its
+    Hub token and its root folder. The server forwards to the hub's scheduler service."""
+    env = os.environ
+    prefix, bind, token = env.get("JUPYTERHUB_SERVICE_PREFIX"), env.get("JUPYTERHUB_SERVICE_URL"), env.get("JUPYTERHUB_API_TOKEN")
+    if not (prefix and bind and token):
+        return None
+    parts = urlsplit(bind)
+    host = parts.hostname or ""
+    if host in ("", "0.0.0.0", "::", "*"):  # a bind-all address: reach it on this machine
+        host = "127.0.0.1"
+    elif ":" in host:
+        host = f"[{host}]"
+    path = parts.path if parts.path.rstrip("/").endswith(prefix.rstrip("/")) else prefix  # older hubs: no prefix in it
+    url = urlunsplit((parts.scheme or "http", f"{host}:{parts.port}" if parts.port else host, path.rstrip("/") + "/", "", ""))
+    root = env.get("JUPYTERHUB_ROOT_DIR")
+    if not root:  # the server's own runtime file knows its root
+        port = parts.port
+        root = next((s.get("root_dir") for s in _running_servers() if urlsplit(s.get("url", "")).port == port), None)
+    return url, token, str(Path(root).expanduser()) if root else None
+
+
 def discover(url: str | None = None, token: str | None = None) -> tuple[str, str | None, str | None]:
     """(base URL, token, server root dir or None)."""
     url = url or os.environ.get("GPUSCHED_URL")
     token = token or os.environ.get("GPUSCHED_TOKEN")
     if url:
         return url.rstrip("/") + "/", token, os.environ.get("GPUSCHED_ROOT_DIR")
-    hub_prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
-    if hub_prefix and os.environ.get("JUPYTERHUB_API_TOKEN") and os.environ.get("JUPYTERHUB_SERVICE_URL"):
-        return os.environ["JUPYTERHUB_SERVICE_URL"].rstrip("/") + "/", token or os.environ["JUPYTERHUB_API_TOKEN"], None
+    hub = _hub_server()
+    if hub is not None:
+        return hub[0], token or hub[1], hub[2]
     servers = _running_servers()
     if not servers:
         raise GPUSchedError(

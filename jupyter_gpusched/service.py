@@ -92,9 +92,14 @@ class Service:
         previous server died are reaped and marked lost (requeued or failed by retries)."""
         now = self.clock()
         touched = []
-        for job, info in self.store.load_jobs():
+        rows = list(self.store.load_jobs())
+        # A backend whose jobs outlive the service (Kubernetes) takes over those still running.
+        adopted = self.backend.adopt({job.id: (job.state, job.allocation) for job, _ in rows}) or set()
+        for job, info in rows:
             self.info[job.id] = info
-            if job.state.holds_gpus:
+            if job.id in adopted and self._fits(job):
+                self.scheduler.restore(job)  # keeps its GPUs; its news comes through poll()
+            elif job.state.holds_gpus:
                 job_dir = Path(info.get("job_dir", self.jobs_dir / job.id))
                 if self.backend.reap_orphan(job_dir):
                     log.warning("killed the runner of job %s left from before the restart", job.id)
@@ -105,6 +110,13 @@ class Service:
         self._persist(touched)
         if touched:
             log.info("recovered %d jobs that were active before the restart", len(touched))
+
+    def _fits(self, job: Job) -> bool:
+        """Can an adopted job keep its allocation (its nodes still exist, its GPUs are free)?"""
+        c = self.scheduler.cluster
+        return bool(job.allocation) and all(
+            node in c and set(ids) <= set(c.free_ids(node)) for node, ids in job.allocation
+        )
 
     def start(self) -> None:
         if self._task is None:
@@ -196,6 +208,9 @@ class Service:
 
     def _apply_update(self, u: BackendUpdate) -> Job | None:
         s = self.scheduler
+        if u.kind in ("node_added", "node_lost"):
+            self._apply_node_update(u)
+            return None
         job = s.jobs.get(u.job_id)
         if job is None or not job.state.holds_gpus:
             return None  # news about a job we already stopped (cancel, preemption)
@@ -212,7 +227,29 @@ class Service:
                 s.started(job.id, u.time)
             info["message"] = u.message
             s.finished(job.id, u.time, ok=u.kind == "succeeded", reason=u.message)
+        elif u.kind == "preempted":  # stopped through no fault of its own: back in line, no retry used
+            s.preempt(job.id, u.time, u.message or "preempted by the backend")
+            self.backend.kill(job.id, u.message or "preempted")
+        elif u.kind == "lost":  # its run vanished: requeued or failed by its retry policy
+            s.lost(job.id, u.time, u.message or "lost by the backend")
+            self.backend.kill(job.id, u.message or "lost")
         return job
+
+    def _apply_node_update(self, u: BackendUpdate) -> None:
+        """Capacity changed under a cluster backend: a node joined, or went away (spot reclaim) and the
+        jobs on it are preempted (they resume from their checkpoint elsewhere)."""
+        s, node = self.scheduler, u.node
+        if node is None:
+            return
+        if u.kind == "node_added" and node.name not in s.cluster:
+            s.add_node(node, u.pool)
+            log.info("node %s joined (%d GPUs, pool %s)", node.name, node.gpus, node.pool)
+        elif u.kind == "node_lost" and node.name in s.cluster:
+            hit = s.node_lost(node.name, u.time, u.message or f"node {node.name} went away")
+            for job in hit:
+                self.backend.kill(job.id, f"node {node.name} went away")
+            self._persist(hit)
+            log.warning("node %s went away; %d jobs requeued", node.name, len(hit))
 
     def _launch(self, job: Job, now: float) -> None:
         job_dir = self.jobs_dir / job.id
@@ -231,6 +268,8 @@ class Service:
                     gpu_ids=gpu_ids,
                     job_dir=job_dir,
                     max_runtime=job.spec.max_runtime,
+                    spec=job.spec,
+                    allocation=job.allocation,
                 )
             )
         except (BackendError, OSError) as exc:
@@ -293,6 +332,11 @@ class Service:
             gpu_type=gpu_type,
             est_runtime=None,
         )
+        self.scheduler.validate(spec)
+        try:  # e.g. the Kubernetes API server's own validation (a dry run), so its message reaches the user
+            self.backend.check(spec, (self.config.root_dir / notebook).resolve(), spec.parameters)
+        except BackendError as exc:
+            raise SpecError(getattr(exc, "field", None) or "spec", str(exc)) from None
         job = self.scheduler.submit(spec, self.clock(), job_id=uuid.uuid4().hex[:12])
         self.info[job.id] = {"job_dir": str(self.jobs_dir / job.id)}
         self._persist([job])

@@ -91,5 +91,5 @@ def test_widgets_build_their_state_without_a_browser(live_server):
     chart = ForecastChart(client=client, minutes=60)
     assert chart.image.value[:8] == b"\x89PNG\r\n\x1a\n"
     assert chart.usage["tenants"]["default"]["requested"]
-    assert "no forecaster" in chart.note.value
+    assert "Demand history" in chart.note.value
     view.close()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..core.model import NodeSpec
+from ..core.model import Allocation, JobSpec, JobState, NodeSpec, Pool
 
 __all__ = [
     "Backend",
@@ -55,6 +55,8 @@ class LaunchRequest:
     job_dir: Path  # per-job folder the backend owns: log, executed output, pid file, heartbeat
     max_runtime: float | None  # seconds; past it the whole job is killed and reported failed
     kernel_name: str | None = None  # None: the notebook's own kernelspec, else python3
+    spec: JobSpec | None = None  # the job as submitted (tenant, priority, retries ...), for cluster backends
+    allocation: Allocation = ()  # where the core placed it: ((node, (gpu index, ...)), ...)
 
 
 @dataclass(frozen=True)
@@ -62,10 +64,15 @@ class BackendUpdate:
     """One piece of news about a job, as returned by `Backend.poll`."""
 
     job_id: str
-    kind: Literal["started", "heartbeat", "succeeded", "failed"]
+    kind: Literal["started", "heartbeat", "succeeded", "failed", "preempted", "lost", "node_added", "node_lost"]
     time: float  # wall clock (time.time()) when observed
     message: str = ""  # for failed: one readable line ("ZeroDivisionError: division by zero (cell 3)")
     progress: tuple[int, int] | None = None  # (code cells executed, code cells in total) when known
+    # preempted: the job stopped through no fault of its own (requeue it, no retry used); lost: its run
+    # vanished (requeue by its retry policy). node_added / node_lost (job_id ""): capacity changed; `node`
+    # is the node, `pool` its pool's terms when the backend knows them.
+    node: NodeSpec | None = None
+    pool: Pool | None = None
 
 
 class Backend(ABC):
@@ -103,6 +110,18 @@ class Backend(ABC):
     @abstractmethod
     def gpu_memory_used_mib(self) -> dict[tuple[str, int], float]:
         """(node, gpu index) -> MiB in use, for leak detection. Empty when unknown."""
+
+    def adopt(self, jobs: Mapping[str, tuple[JobState, Allocation]]) -> set[str] | None:
+        """After a restart, before anything else: `jobs` is every job in the store -> (state, allocation).
+        A backend whose jobs outlive the service (Kubernetes) takes over the active ones still running and
+        returns their ids: they keep their GPUs and their news (even "finished while you were away") comes
+        through `poll`. None (the default): nothing outlives the service; it reaps and requeues them."""
+        return None
+
+    def check(self, spec: JobSpec, notebook: Path, parameters: Mapping[str, Any] | None = None) -> None:
+        """Raise BackendError if this backend would refuse the job (called at submit, so the user gets
+        the reason at once). The default accepts everything."""
+        return None
 
     @abstractmethod
     def close(self) -> None:

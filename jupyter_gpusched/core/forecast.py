@@ -225,13 +225,17 @@ class Fitted:
         raise NotImplementedError
 
     def errors(self, horizon: int) -> np.ndarray:  # pragma: no cover - abstract
-        """In-sample errors, shape (windows, horizon): column k-1 holds the k-step errors."""
+        """In-sample errors, shape (windows, horizon): column k-1 holds the k-step errors;
+        or (windows, 1) when they are the same at every lead time."""
         raise NotImplementedError
 
     def band(self, horizon: int, interval: float) -> tuple[np.ndarray, np.ndarray]:
         key = (horizon, interval)
         if key not in self._band:
-            self._band[key] = _quantiles(self.errors(horizon), interval)
+            lo, hi = _quantiles(self.errors(horizon), interval)
+            if len(lo) == 1:
+                lo, hi = np.full(horizon, lo[0]), np.full(horizon, hi[0])
+            self._band[key] = (lo, hi)
         return self._band[key]
 
     def predict(self, history: np.ndarray, horizon: int, interval: float | None = DEFAULT_INTERVAL):
@@ -257,8 +261,7 @@ class _Mean(Fitted):
         return np.full(horizon, self.level)
 
     def errors(self, horizon):
-        e = (self.train - self.level)[:, None]
-        return np.repeat(e, horizon, axis=1)
+        return (self.train - self.level)[:, None]
 
 
 class _LastValue(Fitted):
@@ -288,9 +291,8 @@ class _SeasonalNaive(Fitted):
     def errors(self, horizon):
         m = self.season
         if m >= len(self.train):
-            return np.full((1, horizon), np.nan)
-        e = self.train[m:] - self.train[:-m]
-        return np.repeat(e[:, None], horizon, axis=1)
+            return np.full((1, 1), np.nan)
+        return (self.train[m:] - self.train[:-m])[:, None]
 
 
 class _Prophet(Fitted):
@@ -375,7 +377,7 @@ class _Prophet(Fitted):
 
     def errors(self, horizon):
         if not self.anchor:
-            return np.repeat(self.resid[:, None], horizon, axis=1)
+            return self.resid[:, None]
         return _lead_errors(self.resid, horizon, self.decay(horizon))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import os
 from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
@@ -22,7 +23,9 @@ class GPUSched(ExtensionApp):
     name = "jupyter_gpusched"
     load_other_extensions = True
 
-    backend = Unicode("local", config=True, help="Where jobs run: 'local' (this machine).")
+    backend = Unicode(
+        "local", config=True, help="Where jobs run: 'local' (this machine) or 'kubernetes' (batch/v1 Jobs; see k8s_*)."
+    )
     policy = Unicode("dynamic", config=True, help=f"Scheduling policy: one of {', '.join(policy_names())}.")
     db_url = Unicode(
         "", config=True, help="SQLAlchemy URL of the job store. Default: SQLite in <data_dir>/gpusched.db."
@@ -50,6 +53,62 @@ class GPUSched(ExtensionApp):
         config=True,
         help="Use the authenticated user's name as job owner (multi-user setups). Off: every job belongs to the server's owner.",
     )
+    multi_user = Bool(
+        False,
+        config=True,
+        help="Serve many users (the JupyterHub service; always on there): jobs belong to the authenticated user, "
+        "admins are admin_users, admin_groups and the Hub's admins, Hub groups map to tenants (group_tenants), "
+        "notebooks are read from user_root_template.",
+    )
+    group_tenants = Dict(
+        config=True,
+        help="Multi-user: {Hub group: tenant}. A user's jobs go to the tenant of their first group listed here "
+        "(else user_tenants / default_tenant); they may submit only to the tenants of their groups.",
+    )
+    admin_groups = List(Unicode(), config=True, help="Multi-user: Hub groups whose members are admins.")
+    user_root_template = Unicode(
+        "~{username}",
+        config=True,
+        help="Multi-user: each user's notebook folder; {username} is replaced by the Hub user name. A submitted "
+        "path is resolved inside it and may not leave it. Match it to the single-user servers' root "
+        "(c.Spawner.notebook_dir, or the home directory).",
+    )
+    hub_service_url = Unicode(
+        config=True,
+        help="Single-user server under JupyterHub: URL of the jupyter-gpusched hub service "
+        "(e.g. http://127.0.0.1:10101/services/gpusched/). When set, this server runs no scheduler of its own: "
+        "it forwards /gpusched/api/* to the service as this server's user. Default: $GPUSCHED_HUB_SERVICE_URL.",
+    )
+    hub_api_token = Unicode(
+        config=True,
+        help="Token sent with forwarded requests (needs access:services!service=<name>). Default: $JUPYTERHUB_API_TOKEN.",
+    )
+    # --- kubernetes backend (docs/kubernetes.md) ---
+    k8s_kubeconfig = Unicode("", config=True, help="Kubernetes: kubeconfig file. Empty: $KUBECONFIG or ~/.kube/config, else in-cluster.")
+    k8s_context = Unicode("", config=True, help="Kubernetes: kubeconfig context. Empty: the current context.")
+    k8s_in_cluster = Bool(False, config=True, help="Kubernetes: use the pod's service account (the service runs in the cluster).")
+    k8s_namespace = Unicode("default", config=True, help="Kubernetes: namespace of the Jobs.")
+    k8s_tenant_namespaces = Dict(config=True, help="Kubernetes: {tenant: namespace} for tenants whose Jobs go to a namespace of their own.")
+    k8s_image = Unicode(
+        "quay.io/jupyter/scipy-notebook:latest", config=True, help="Kubernetes: container image of the jobs (must have papermill)."
+    )
+    k8s_image_pull_policy = Unicode("IfNotPresent", config=True, help="Kubernetes: imagePullPolicy of the job container.")
+    k8s_pool_label = Unicode("gpusched.io/pool", config=True, help="Kubernetes: node label whose value is the node's pool.")
+    k8s_default_pool = Unicode("default", config=True, help="Kubernetes: pool of GPU nodes without the pool label.")
+    k8s_pools = List(Unicode(), config=True, help="Kubernetes: use only nodes of these pools. Empty: every GPU node.")
+    k8s_spot_taint = Unicode(
+        "gpusched.io/spot", config=True, help="Kubernetes: taint key of spot nodes (their pools are spot; Jobs placed there tolerate it)."
+    )
+    k8s_gpu_resource = Unicode("nvidia.com/gpu", config=True, help="Kubernetes: extended resource name of a GPU.")
+    k8s_instance = Unicode("default", config=True, help="Kubernetes: label value telling this service's Jobs from another's.")
+    k8s_service_account = Unicode("", config=True, help="Kubernetes: service account of the job pods. Empty: the namespace default.")
+    k8s_output_volume = Dict(
+        config=True, help="Kubernetes: a pod volume (without name), e.g. {'persistentVolumeClaim': {'claimName': 'gpusched'}}, "
+        "mounted at /gpusched/output with the Job's name as subPath. Empty: an emptyDir."
+    )
+    k8s_container_resources = Dict(config=True, help="Kubernetes: extra container resources, e.g. {'requests': {'cpu': '4', 'memory': '32Gi'}}.")
+    k8s_ttl_after_finished = Int(86400, config=True, help="Kubernetes: seconds a finished Job is kept (-1: forever).")
+    k8s_workers = Int(4, config=True, help="Kubernetes: threads writing to the API server.")
     aging_interval = Float(3600.0, config=True, help="Seconds of waiting that raise a job one priority class (no starvation).")
     tick_interval = Float(0.5, config=True, help="Seconds between scheduling passes.")
     heartbeat_timeout = Float(60.0, config=True, help="A running job whose runner is silent this long is lost and retried.")
@@ -57,6 +116,23 @@ class GPUSched(ExtensionApp):
     @default("data_dir")
     def _default_data_dir(self) -> str:
         return str(Path(jupyter_data_dir()) / "gpusched")
+
+    @default("hub_service_url")
+    def _default_hub_service_url(self) -> str:
+        return os.environ.get("GPUSCHED_HUB_SERVICE_URL", "")
+
+    @default("hub_api_token")
+    def _default_hub_api_token(self) -> str:
+        return os.environ.get("JUPYTERHUB_API_TOKEN", "")
+
+    @property
+    def is_multi_user(self) -> bool:
+        return self.multi_user or bool(getattr(self.serverapp, "gpusched_hub_service", False))
+
+    @property
+    def forwards(self) -> bool:
+        """A single-user server under a hub with the service configured: forward, run no core."""
+        return bool(self.hub_service_url) and not self.is_multi_user
 
     @validate("policy")
     def _check_policy(self, proposal):
@@ -66,8 +142,8 @@ class GPUSched(ExtensionApp):
 
     @validate("backend")
     def _check_backend(self, proposal):
-        if proposal["value"] != "local":
-            raise ValueError(f"c.GPUSched.backend must be 'local', not {proposal['value']!r}")
+        if proposal["value"] not in ("local", "kubernetes"):
+            raise ValueError(f"c.GPUSched.backend must be 'local' or 'kubernetes', not {proposal['value']!r}")
         return proposal["value"]
 
     def _tenants(self) -> tuple[Tenant, ...]:
@@ -88,13 +164,69 @@ class GPUSched(ExtensionApp):
             for name, t in sorted(self.pools.items())
         )
 
+    def kubernetes_config(self):
+        from ..backends.kubernetes import KubernetesConfig
+
+        return KubernetesConfig(
+            kubeconfig=self.k8s_kubeconfig,
+            context=self.k8s_context,
+            in_cluster=self.k8s_in_cluster,
+            namespace=self.k8s_namespace,
+            tenant_namespaces=dict(self.k8s_tenant_namespaces),
+            image=self.k8s_image,
+            image_pull_policy=self.k8s_image_pull_policy,
+            pool_label=self.k8s_pool_label,
+            default_pool=self.k8s_default_pool,
+            pools=tuple(self.k8s_pools),
+            spot_pools=tuple(name for name, t in self.pools.items() if (t or {}).get("spot")),
+            spot_taint=self.k8s_spot_taint,
+            gpu_resource=self.k8s_gpu_resource,
+            instance=self.k8s_instance,
+            service_account=self.k8s_service_account,
+            output_volume=dict(self.k8s_output_volume) or None,
+            container_resources=dict(self.k8s_container_resources),
+            ttl_after_finished=None if self.k8s_ttl_after_finished < 0 else self.k8s_ttl_after_finished,
+            workers=self.k8s_workers,
+        )
+
     def make_backend(self):
+        if self.backend == "kubernetes":
+            from ..backends.kubernetes import KubernetesBackend
+
+            return KubernetesBackend(self.kubernetes_config())
         from ..backends.local import LocalBackend
 
         return LocalBackend(virtual_gpus=self.local_gpus)
 
     def initialize_settings(self) -> None:
+        self.service = None
+        if self.forwards:
+            from ..hub.forward import Forwarder
+
+            self.settings.update(gpusched_forward=Forwarder(self.hub_service_url, self.hub_api_token))
+            self.log.info("jupyter-gpusched: forwarding to the hub service at %s", self.hub_service_url)
+            return
+        if self.is_multi_user:
+            known = set(self.tenants) | {self.default_tenant}
+            unknown = sorted(set(self.group_tenants.values()) - known)
+            if unknown:
+                raise ValueError(f"c.GPUSched.group_tenants names tenants not in c.GPUSched.tenants: {', '.join(unknown)}")
+            try:
+                self.user_root_template.format(username="someone")
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ValueError(
+                    f"c.GPUSched.user_root_template {self.user_root_template!r} may use only {{username}}: {exc!r}"
+                ) from None
         data_dir = Path(self.data_dir).expanduser()
+        backend = self.make_backend()
+        if self.is_multi_user:  # a job runs the notebook checked at submission, or none
+            from ..hub.contain import ContainedBackend
+
+            backend = ContainedBackend(backend)
+        pools = self._pools()
+        configured = {p.name for p in pools}
+        # A cluster backend reports the pools it finds (spot where its nodes carry the spot taint).
+        pools += tuple(p for p in getattr(backend, "pools", list)() if p.name not in configured)
         config = ServiceConfig(
             db_url=self.db_url or default_url(data_dir),
             data_dir=data_dir,
@@ -103,17 +235,21 @@ class GPUSched(ExtensionApp):
             tenants=self._tenants(),
             default_tenant=self.default_tenant,
             user_tenants=dict(self.user_tenants),
-            pools=self._pools(),
+            pools=pools,
             aging_interval=self.aging_interval,
             tick_interval=self.tick_interval,
             health=HealthConfig(heartbeat_timeout=self.heartbeat_timeout),
         )
-        self.service = Service(config, self.make_backend())
+        self.service = Service(config, backend)
         self.settings.update(
             gpusched_service=self.service,
             gpusched_admin_users=set(self.admin_users),
             gpusched_identity_usernames=self.identity_usernames,
             gpusched_owner=getpass.getuser(),
+            gpusched_multi_user=self.is_multi_user,
+            gpusched_group_tenants=dict(self.group_tenants),
+            gpusched_admin_groups=set(self.admin_groups),
+            gpusched_user_root=self.user_root_template,
         )
         self.log.info(
             "jupyter-gpusched: %s policy, %s backend, %d GPUs, store %s",
@@ -124,10 +260,22 @@ class GPUSched(ExtensionApp):
         )
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(handlers("/"))  # ExtensionApp prepends the server's base_url
+        # ExtensionApp prepends the server's base_url
+        if self.forwards:
+            from ..hub.forward import forward_handlers
+
+            self.handlers.extend(forward_handlers("/"))
+            return
+        if self.is_multi_user:
+            from ..hub.pages import page_handlers
+
+            self.handlers.extend(page_handlers("/"))
+        self.handlers.extend(handlers("/"))
 
     async def _start_jupyter_server_extension(self, serverapp) -> None:
-        self.service.start()
+        if self.service is not None:
+            self.service.start()
 
     async def stop_extension(self) -> None:
-        await self.service.stop()
+        if self.service is not None:
+            await self.service.stop()

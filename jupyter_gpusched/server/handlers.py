@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import json
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -60,7 +61,86 @@ def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
     return out
 
 
-class GPUSchedHandler(APIHandler):
+class Identity:
+    """Who is asking and what they may do; mixed into every gpusched handler.
+
+    Single-user server: everyone holding its token is its owner and an admin (unless
+    `admin_users` names someone). Multi-user (the JupyterHub service, `gpusched_multi_user`):
+    the authenticated user owns their jobs; admins are the Hub's admins, members of
+    `admin_groups` and `admin_users`; Hub groups map to tenants (`group_tenants`); notebooks
+    are read from the user's own folder (`user_root_template`)."""
+
+    @property
+    def multi_user(self) -> bool:
+        return bool(self.settings.get("gpusched_multi_user"))
+
+    @property
+    def hub_user(self) -> dict[str, Any]:
+        """The Hub's model of the user (name, admin, groups), where a Hub authenticated the request."""
+        return getattr(self.current_user, "hub_user", None) or {}
+
+    @property
+    def user_name(self) -> str:
+        """Who is asking. On a single-user server everyone holding its token is its owner."""
+        if self.multi_user or self.settings.get("gpusched_identity_usernames"):
+            return self.current_user.username
+        return self.settings.get("gpusched_owner") or getpass.getuser()
+
+    @property
+    def is_admin(self) -> bool:
+        admins = self.settings.get("gpusched_admin_users") or set()
+        if self.multi_user:
+            hub = self.hub_user
+            groups = set(hub.get("groups") or ())
+            return bool(hub.get("admin")) or bool(groups & set(self.settings.get("gpusched_admin_groups") or ())) or (
+                self.user_name in admins
+            )
+        return not admins or self.user_name in admins
+
+    def user_tenants(self) -> list[str] | None:
+        """Tenants this user may charge (the first is their default), or None: any (single-user)."""
+        if not self.multi_user:
+            return None
+        groups = set(self.hub_user.get("groups") or ())
+        out = [t for g, t in (self.settings.get("gpusched_group_tenants") or {}).items() if g in groups]
+        fallback = self.service.tenant_for(self.user_name, None)
+        return list(dict.fromkeys(out)) if out else [fallback]
+
+    def check_tenant(self, requested: str | None) -> str | None:
+        """The tenant a submission is charged to: the requested one if this user may use it."""
+        allowed = self.user_tenants()
+        if allowed is None:
+            return requested
+        if requested is None:
+            return allowed[0]
+        if requested not in allowed and not self.is_admin:
+            raise ApiError(
+                403, "forbidden", f"you may not submit to tenant {requested!r}; your tenants: {', '.join(allowed)}", "tenant"
+            )
+        return requested
+
+    def notebook_root(self) -> Path:
+        """The folder a submitted notebook path is resolved in (and may not leave)."""
+        template = self.settings.get("gpusched_user_root") if self.multi_user else None
+        if not template:
+            return Path(self.settings["server_root_dir"])
+        name = self.user_name
+        if not name or name.startswith(".") or any(c in name for c in "/\\\0"):
+            raise ApiError(403, "forbidden", f"user name {name!r} cannot name a folder for notebooks", "notebook")
+        try:
+            root = Path(template.format(username=name)).expanduser()
+        except RuntimeError:  # ~name of a user this machine does not know
+            root = None
+        if root is None or not root.is_absolute():
+            raise ApiError(400, "not_found", f"user {name!r} has no notebook folder on the scheduler's machine", "notebook")
+        return root
+
+    def require_admin(self, what: str) -> None:
+        if not self.is_admin:
+            raise ApiError(403, "forbidden", f"{what} is for admins only", None)
+
+
+class GPUSchedHandler(Identity, APIHandler):
     auth_resource = AUTH_RESOURCE
 
     @property
@@ -69,29 +149,27 @@ class GPUSchedHandler(APIHandler):
         service.start()  # idempotent; covers servers that never ran the extension's start hook
         return service
 
-    @property
-    def user_name(self) -> str:
-        """Who is asking. On a single-user server everyone holding its token is its owner."""
-        if self.settings.get("gpusched_identity_usernames"):
-            return self.current_user.username
-        return self.settings.get("gpusched_owner") or getpass.getuser()
-
-    @property
-    def is_admin(self) -> bool:
-        admins = self.settings.get("gpusched_admin_users")
-        return not admins or self.user_name in admins
-
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Every error, ours or tornado's, as {"error", "message", "field"}."""
         exc = kwargs.get("exc_info", (None, None, None))[1]
         if isinstance(exc, ApiError):
             body = exc.body()
+        elif isinstance(exc, web.HTTPError) and status_code == 403 and not exc.log_message and self._anonymous:
+            body = {
+                "error": "unauthenticated",
+                "message": "not signed in: send a valid token (Authorization: token ...) or log in",
+                "field": None,
+            }
         elif isinstance(exc, web.HTTPError):
             body = {"error": _code(exc.status_code), "message": exc.log_message or self._reason, "field": None}
         else:
             body = {"error": "internal", "message": "internal server error; see the server log", "field": None}
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(body))
+
+    @property
+    def _anonymous(self) -> bool:
+        return getattr(self, "_jupyter_current_user", None) is None
 
     def fail(self, error: ApiError) -> None:
         self.set_status(error.status)
@@ -170,7 +248,11 @@ class JobsHandler(GPUSchedHandler):
     @api_errors
     async def post(self):
         args = parse_submit(parse_json_object(self.request.body))
-        args["notebook"] = resolve_notebook(self.settings["server_root_dir"], args["notebook"])
+        root = self.notebook_root()
+        args["notebook"] = resolve_notebook(root, args["notebook"])
+        if self.multi_user:  # the service has no single root: keep the full path in the user's folder
+            args["notebook"] = str(root.resolve() / args["notebook"])
+        args["tenant"] = self.check_tenant(args["tenant"])
         job = self.service.submit(owner=self.user_name, **args)
         self.set_status(201)
         self.set_header("Location", url_path_join(self.base_url, "gpusched/api/jobs", job.id))
@@ -277,7 +359,12 @@ class ClusterHandler(GPUSchedHandler):
     @authorized
     @api_errors
     async def get(self):
-        self.finish(self.service.cluster())
+        cluster = self.service.cluster()
+        if not self.is_admin:  # others' job ids are not yours to see
+            mine = {j.id for j in self.service.jobs(owner=self.user_name)}
+            for node in cluster["nodes"]:
+                node["jobs"] = [j for j in node["jobs"] if j in mine]
+        self.finish(cluster)
 
 
 class MetricsHandler(GPUSchedHandler):
@@ -285,7 +372,9 @@ class MetricsHandler(GPUSchedHandler):
 
     @web.authenticated
     @authorized
+    @api_errors
     async def get(self):
+        self.require_admin("/gpusched/metrics")
         self.finish(render_metrics(self.service), set_content_type="text/plain; version=0.0.4; charset=utf-8")
 
 
@@ -298,6 +387,8 @@ class NotFoundHandler(GPUSchedHandler):
 
 
 def handlers(base_url: str) -> list[tuple[str, type]]:
+    from .forecast import ForecastHandler  # here, not at the top: it subclasses GPUSchedHandler
+
     api = url_path_join(base_url, "gpusched", "api")
     job = r"/jobs/(?P<job_id>[A-Za-z0-9_.\-]+)"
     return [
@@ -309,6 +400,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + "/queues", QueuesHandler),
         (api + "/cluster", ClusterHandler),
         (api + "/usage", UsageHandler),
+        (api + "/forecast", ForecastHandler),
         (url_path_join(base_url, "gpusched", "metrics"), MetricsHandler),
         (api + "(/.*)?", NotFoundHandler),
     ]

@@ -44,8 +44,8 @@ class JobRow(Base):
     notebook: Mapped[str] = mapped_column(Text)
     gpus: Mapped[int] = mapped_column(Integer)
     priority: Mapped[int] = mapped_column(Integer)
-    tenant: Mapped[str] = mapped_column(String(128), index=True)
-    owner: Mapped[str] = mapped_column(String(128), index=True)
+    tenant: Mapped[str] = mapped_column(String(255), index=True)
+    owner: Mapped[str] = mapped_column(String(255), index=True)  # a JupyterHub user name: up to 255
     parameters: Mapped[dict] = mapped_column(JSON, default=dict)
     max_runtime: Mapped[float | None] = mapped_column(Float, nullable=True)
     preemptible: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -79,7 +79,7 @@ class EventRow(Base):
     src: Mapped[str | None] = mapped_column(String(16), nullable=True)
     dst: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str] = mapped_column(Text, default="")
-    actor: Mapped[str] = mapped_column(String(128), default="")
+    actor: Mapped[str] = mapped_column(String(255), default="")
 
 
 class UsageRow(Base):
@@ -88,7 +88,7 @@ class UsageRow(Base):
     __tablename__ = "usage"
 
     minute: Mapped[int] = mapped_column(Integer, primary_key=True)  # unix time // 60
-    tenant: Mapped[str] = mapped_column(String(128), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(255), primary_key=True)
     requested: Mapped[int] = mapped_column(Integer)
     allocated: Mapped[int] = mapped_column(Integer)
 
@@ -98,6 +98,18 @@ class MetaRow(Base):
 
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
+
+
+def _driver_url(url: str) -> str:
+    """`postgresql://` / `postgres://` with the psycopg (3) driver we depend on, unless psycopg2 is there."""
+    for scheme in ("postgresql://", "postgres://"):
+        if url.startswith(scheme):
+            try:
+                import psycopg2  # noqa: F401
+            except ImportError:
+                return "postgresql+psycopg://" + url[len(scheme) :]
+            return "postgresql://" + url[len(scheme) :]
+    return url
 
 
 def default_url(data_dir: str | Path) -> str:
@@ -182,7 +194,10 @@ class Store:
         self.url = url
         if url.startswith("sqlite:///"):
             Path(url[len("sqlite:///") :]).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        self.engine = create_engine(url, future=True)
+        url = _driver_url(url)
+        sqlite_url = url.startswith("sqlite")
+        # A server database may restart under us: check pooled connections before use.
+        self.engine = create_engine(url, future=True, **({} if sqlite_url else {"pool_pre_ping": True}))
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         Base.metadata.create_all(self.engine)

@@ -1,0 +1,130 @@
+"""A single-user server under JupyterHub: relay the gpusched API to the hub service.
+
+When `c.GPUSched.hub_service_url` (or ``$GPUSCHED_HUB_SERVICE_URL``) is set, the user's
+server runs no scheduler. Its ``/gpusched/api/*`` and ``/gpusched/metrics`` routes pass each
+request — after this server's own authentication and authorization — to the service, with
+this server's Hub token (``$JUPYTERHUB_API_TOKEN``, owned by the server's user), so the
+service sees the request as that user's. The lab panel, the magic and the widgets keep
+talking to their own server and need no change.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.utils import url_path_join
+from tornado import web
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+
+from ..server.handlers import GPUSchedHandler
+from ..server.validation import ApiError
+
+PASSED_HEADERS = ("Content-Type", "Content-Disposition", "X-Log-Offset", "Cache-Control")
+
+
+@dataclass(frozen=True)
+class Forwarder:
+    """Where the service is and how to call it."""
+
+    url: str  # the service's base URL, e.g. http://127.0.0.1:10101/services/gpusched/
+    token: str
+    timeout: float = 60.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "url", self.url.rstrip("/") + "/")
+
+    @property
+    def prefix(self) -> str:
+        return urlparse(self.url).path
+
+
+class ForwardHandler(GPUSchedHandler):
+    """Relay one request to the hub service and its answer back, unchanged but for Location."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, path: str = ""):
+        await self._forward()
+
+    @web.authenticated
+    @authorized
+    async def post(self, path: str = ""):
+        await self._forward()
+
+    @web.authenticated
+    @authorized
+    async def delete(self, path: str = ""):
+        await self._forward()
+
+    async def _forward(self) -> None:
+        fw: Forwarder = self.settings["gpusched_forward"]
+        if not fw.token:
+            return self.fail(
+                ApiError(503, "unavailable", "this server has no Hub token to reach the GPU scheduler service with")
+            )
+        local = self.request.path[len(self.base_url) :] if self.request.path.startswith(self.base_url) else self.request.path
+        url = fw.url + local.lstrip("/")
+        if self.request.query:
+            url += "?" + self.request.query
+        headers = {"Authorization": f"token {fw.token}", "Accept": self.request.headers.get("Accept", "*/*")}
+        if "Content-Type" in self.request.headers:
+            headers["Content-Type"] = self.request.headers["Content-Type"]
+        body = self.request.body if self.request.method in ("POST", "PUT", "PATCH") else None
+        request = HTTPRequest(
+            url,
+            method=self.request.method,
+            headers=headers,
+            body=body,
+            follow_redirects=False,
+            request_timeout=fw.timeout,
+            allow_nonstandard_methods=True,
+        )
+        try:
+            response = await AsyncHTTPClient().fetch(request, raise_error=False)
+        except (OSError, HTTPClientError) as exc:
+            response = None
+            self.log.warning("gpusched: hub service at %s unreachable: %s", fw.url, exc)
+        if response is None or response.code == 599:
+            return self.fail(
+                ApiError(503, "unavailable", f"the GPU scheduler service ({fw.url}) is not reachable; try again shortly")
+            )
+        if response.code in (401, 403) and _error_code(response.body) in ("unauthenticated", None):
+            return self.fail(
+                ApiError(
+                    502,
+                    "hub_auth",
+                    "the GPU scheduler service refused this server's Hub token; the token needs the scope "
+                    f"access:services!service=<name> (see docs/jupyterhub.md): {response.code} {response.reason}",
+                )
+            )
+        self.set_status(response.code, response.reason)
+        for name in PASSED_HEADERS:
+            if name in response.headers:
+                self.set_header(name, response.headers[name])
+        if "Location" in response.headers:
+            location = response.headers["Location"]
+            if location.startswith(fw.prefix):
+                location = url_path_join(self.base_url, location[len(fw.prefix) :])
+            self.set_header("Location", location)
+        self.finish(response.body)
+
+
+def _error_code(body: bytes) -> str | None:
+    """The `error` of a JSON error body, or None when the body is not one of ours."""
+    try:
+        data = json.loads(body or b"null")
+    except ValueError:
+        return None
+    return data.get("error") if isinstance(data, dict) else None
+
+
+def forward_handlers(base_url: str) -> list[tuple[str, type]]:
+    root = url_path_join(base_url, "gpusched")
+    return [
+        (root + "/api(?P<path>/.*)?", ForwardHandler),
+        (root + "/metrics", ForwardHandler),
+        (root + "/dashboard", ForwardHandler),
+    ]

@@ -1,0 +1,113 @@
+"""`GET <base_url>/gpusched/api/forecast`: the GPU-demand forecast, its band and its skill.
+
+The demand history the service records every minute (read through the service's store,
+`Service.usage`) and the fit both run in a worker thread (`run_in_executor`), so the
+server's event loop never waits on the database or on Prophet. Results are cached per
+(tenant, series, horizon, model) until the next 10-minute bucket begins; concurrent
+requests for the same forecast share one fit.
+
+Query: `horizon` (minutes ahead, default 1440), `tenant` (default: all tenants summed),
+`series` (`requested`: GPUs queued + running, the default; or `allocated`), `model`
+(`auto`, the default, or one of core.forecast.MODELS).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import OrderedDict
+from datetime import datetime, timezone
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from ..core import forecast as fc
+from .handlers import GPUSchedHandler, api_errors, iso
+from .validation import ApiError
+
+HISTORY_DAYS = 28
+MAX_CACHED = 64
+
+
+class ForecastCache:
+    """Forecasts by key, each valid while its `version` (the current 10-minute bucket) holds."""
+
+    def __init__(self, size: int = MAX_CACHED):
+        self.size = size
+        self._entries: OrderedDict[tuple, tuple[Any, asyncio.Future]] = OrderedDict()
+        self.fits = 0  # how many fits were started (tests read it)
+
+    async def get(self, key: tuple, version: Any, compute) -> dict[str, Any]:
+        hit = self._entries.get(key)
+        if hit is not None and hit[0] == version:
+            self._entries.move_to_end(key)
+            return await asyncio.shield(hit[1])
+        loop = asyncio.get_running_loop()
+        fut = loop.run_in_executor(None, compute)
+        self.fits += 1
+        self._entries[key] = (version, fut)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        try:
+            return await asyncio.shield(fut)
+        except Exception:
+            if self._entries.get(key, (None, None))[1] is fut:
+                del self._entries[key]  # do not cache failures
+            raise
+
+
+def history_series(usage: dict[str, Any], which: str) -> fc.Series:
+    """The service's usage history (aligned per-tenant minutes) summed over tenants, as
+    10-minute means."""
+    minutes = usage["minutes"]
+    total = [0.0] * len(minutes)
+    for series in usage["tenants"].values():
+        for i, v in enumerate(series[which]):
+            total[i] += v
+    return fc.regularize(minutes, total, fc.DEFAULT_STEP_S)
+
+
+def build_response(series: fc.Series, horizon_steps: int, model: str) -> dict[str, Any]:
+    """Pure: the forecast report with ISO times (runs in a worker thread)."""
+    t0 = time.perf_counter()
+    rep = fc.forecast_report(series, horizon_steps, model, max_history_s=HISTORY_DAYS * fc.DAY)
+    rep["times"] = [iso(t) for t in rep["times"]]
+    rep["fitted_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    rep["compute_s"] = round(time.perf_counter() - t0, 3)
+    return rep
+
+
+class ForecastHandler(GPUSchedHandler):
+    @property
+    def cache(self) -> ForecastCache:
+        return self.settings.setdefault("gpusched_forecast_cache", ForecastCache())
+
+    @web.authenticated
+    @authorized
+    @api_errors
+    async def get(self):
+        """GPU demand forecast: times, values, lower, upper (80% band), model, note, skill."""
+        horizon = self._int_arg("horizon", 24 * 60, 10, 7 * 24 * 60)
+        which = self.get_query_argument("series", "requested")
+        if which not in ("requested", "allocated"):
+            raise ApiError(400, "invalid_value", f"unknown series {which!r}; use requested or allocated", "series")
+        model = self.get_query_argument("model", "auto")
+        if model != "auto" and model not in fc.MODELS:
+            raise ApiError(400, "invalid_value", f"unknown model {model!r}; use auto or one of {', '.join(fc.MODELS)}", "model")
+        tenant = self.get_query_argument("tenant", None) or None
+        if tenant is not None and tenant not in self.service.scheduler.ledger.tenants:
+            known = ", ".join(sorted(self.service.scheduler.ledger.tenants))
+            raise ApiError(404, "not_found", f"no tenant {tenant!r}; known tenants: {known}", "tenant")
+        service = self.service
+        steps = math.ceil(horizon * 60 / fc.DEFAULT_STEP_S)
+        bucket = int(service.clock() // fc.DEFAULT_STEP_S)  # a forecast is good until the next bucket begins
+
+        def compute() -> dict[str, Any]:  # in a worker thread: the history read and the fit
+            usage = service.usage(HISTORY_DAYS * 24 * 60, tenant)
+            return build_response(history_series(usage, which), steps, model)
+
+        report = await self.cache.get((tenant, which, steps, model), bucket, compute)
+        self.finish(dict(report, series=which, tenant=tenant, horizon_minutes=horizon))

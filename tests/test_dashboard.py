@@ -1,0 +1,177 @@
+"""The admin dashboard (notebooks/dashboard.ipynb) against a real server: it runs top to
+bottom in a real kernel (nbclient), Voila serves it at /voila/render/... to an admin, and
+refuses it (403) to a signed-in user who is not one.
+
+The server here knows two users by token (TokenUsers below): the server's token is
+"alice", an admin (c.GPUSched.admin_users), and "bob-token" is "bob", who is not. When
+../shared/traces is there, the store is seeded with 8 days of real per-minute demand (a
+Helios Earth VC) so the dashboard shows a Prophet forecast with its skill."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+import requests
+from jupyter_server.auth import IdentityProvider, User
+from nbclient import NotebookClient
+
+from conftest import PROJECT_ROOT, TRACES, make_notebook, new_live_server
+
+pytestmark = pytest.mark.timeout(240)
+
+DASHBOARD = PROJECT_ROOT / "notebooks" / "dashboard.ipynb"
+ARTIFACTS = PROJECT_ROOT / "test-artifacts" / "dashboard"
+HELIOS_VC = TRACES / "sensetime_helios_2020" / "earth_vcs" / "vc6YE_cluster_sequence_vc.csv.gz"
+
+
+class TokenUsers(IdentityProvider):
+    """Test identities: the server token is alice (admin), 'bob-token' is bob (not an admin)."""
+
+    async def get_user_token(self, handler):
+        token = self.get_token(handler)
+        if token and token == "bob-token":
+            return User("bob")
+        if token and token == self.token:
+            return User("alice")
+        return None
+
+
+def seed_usage(data_dir: Path, days: int = 8) -> bool:
+    """Write `days` of real per-minute demand (Helios vc6YE), ending now, into the store."""
+    if not HELIOS_VC.is_file():
+        return False
+    import pandas as pd
+    from sqlalchemy import insert
+    from sqlalchemy.orm import Session
+
+    from jupyter_gpusched.store import Store, UsageRow, default_url
+
+    df = pd.read_csv(HELIOS_VC, usecols=["running_gpu_num", "pending_gpu_num"], nrows=days * 1440)
+    end = int(time.time() // 60) - 1
+    start = end - len(df) + 1
+    rows = [
+        {"minute": start + i, "tenant": "default", "requested": int(r + p), "allocated": int(r)}
+        for i, (r, p) in enumerate(zip(df["running_gpu_num"], df["pending_gpu_num"], strict=True))
+    ]
+    store = Store(default_url(data_dir))
+    with Session(store.engine) as db, db.begin():
+        db.execute(insert(UsageRow), rows)
+    store.close()
+    return True
+
+
+@pytest.fixture(scope="module")
+def dash_server(tmp_path_factory):
+    base = tmp_path_factory.mktemp("dash")
+    config_dir = base / "config"
+    config_dir.mkdir()
+    (config_dir / "jupyter_server_config.json").write_text(
+        json.dumps(
+            {
+                "ServerApp": {
+                    "jpserver_extensions": {
+                        "jupyter_gpusched": True,
+                        "jupyter_gpusched.server.dashboard": True,
+                        "voila.server_extension": True,
+                    },
+                    "identity_provider_class": "test_dashboard.TokenUsers",
+                },
+                "GPUSched": {"admin_users": ["alice"], "identity_usernames": True, "local_gpus": 2},
+            }
+        )
+    )
+    server = new_live_server(base)
+    seeded = seed_usage(server.data)
+    (server.root / "notebooks").mkdir()
+    shutil.copy(DASHBOARD, server.root / "notebooks" / "dashboard.ipynb")
+    make_notebook(server.root / "notebooks" / "hold.ipynb", "import time; time.sleep(30)")
+    old = {k: os.environ.get(k) for k in ("JUPYTER_CONFIG_DIR", "PYTHONPATH")}
+    os.environ["JUPYTER_CONFIG_DIR"] = str(config_dir)
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), *filter(None, [old["PYTHONPATH"]])])
+    try:
+        server.start()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    server.seeded = seeded
+    # some activity: one job holding both GPUs, two waiting behind it
+    s = requests.Session()
+    s.headers["Authorization"] = f"token {server.token}"
+    api = f"{server.url}gpusched/api/"
+    for gpus, prio in ((2, "normal"), (1, "low"), (2, "high")):
+        r = s.post(api + "jobs", json={"notebook": "notebooks/hold.ipynb", "gpus": gpus, "priority": prio})
+        assert r.status_code == 201, r.text
+    yield server
+    for job in s.get(api + "jobs").json()["jobs"]:
+        if job["state"] in ("QUEUED", "ADMITTED", "RUNNING"):
+            s.delete(api + f"jobs/{job['id']}")
+    server.stop()
+
+
+def widget_models(nb) -> list[dict]:
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    return list(state.values())
+
+
+def test_dashboard_runs_top_to_bottom_in_a_real_kernel(dash_server, monkeypatch):
+    nb = nbformat.read(DASHBOARD, as_version=4)
+    assert nb.metadata["gpusched"]["admin_only"] is True
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(dash_server.runtime))  # the kernel finds the server like a user's would
+    for var in ("GPUSCHED_URL", "GPUSCHED_TOKEN", "VOILA_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    client = NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(dash_server.root / "notebooks")}}, store_widget_state=True
+    )
+    client.execute()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
+    assert not errors, errors
+    models = widget_models(nb)
+    images = [m for m in models if m["model_name"] == "ImageModel"]
+    assert len(images) >= 6, "five dashboard plots and the forecast chart"
+    pngs = [base64.b64decode(b["data"]) for m in images for b in m.get("buffers", []) if b["path"] == ["value"]]
+    assert len(pngs) >= 6 and all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)  # what the dashboard drew, for people to look at
+    for i, png in enumerate(pngs):
+        (ARTIFACTS / f"panel-{i}.png").write_bytes(png)
+    html = " ".join(str(m["state"].get("value", "")) for m in models if m["model_name"] == "HTMLModel")
+    assert "GPUs allocated" in html and "updated" in html
+    assert "queued" in html or "No alerts" in html or "alert" in html
+    if dash_server.seeded:  # 8 days of real demand: Prophet, with a backtested skill
+        fc = requests.get(
+            f"{dash_server.url}gpusched/api/forecast", headers={"Authorization": f"token {dash_server.token}"}, timeout=60
+        ).json()
+        assert fc["model"] == "prophet-ar" and fc["skill"] is not None, fc["note"]
+
+
+def test_voila_renders_the_dashboard_for_an_admin(dash_server):
+    r = requests.get(
+        f"{dash_server.url}voila/render/notebooks/dashboard.ipynb",
+        headers={"Authorization": f"token {dash_server.token}"},
+        timeout=180,
+    )
+    assert r.status_code == 200, r.text[-2000:]
+    body = r.text
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "voila-dashboard.html").write_text(body)
+    assert "GPU cluster" in body and "admin dashboard" in body
+    assert "There was an error when executing cell" not in body and "Traceback" not in body
+    assert "application/vnd.jupyter.widget-view+json" in body  # the widgets were rendered
+
+
+def test_voila_refuses_the_dashboard_to_a_non_admin(dash_server):
+    bob = {"Authorization": "token bob-token"}
+    assert requests.get(f"{dash_server.url}gpusched/api/cluster", headers=bob, timeout=30).status_code == 200  # bob is signed in
+    r = requests.get(f"{dash_server.url}voila/render/notebooks/dashboard.ipynb", headers=bob, timeout=60)
+    assert r.status_code == 403
+    anonymous = requests.get(f"{dash_server.url}voila/render/notebooks/dashboard.ipynb", timeout=30, allow_redirects=False)
+    assert anonymous.status_code in (302, 403)  # to the login page, never the dashboard

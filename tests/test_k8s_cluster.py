@@ -1,0 +1,559 @@
+"""The kubernetes backend against a real control plane: etcd, kube-apiserver, kube-controller-manager (the Job
+controller, garbage collector, PodGC), kube-scheduler, and kwok simulating GPU nodes (nvidia.com/gpu: 8 each).
+
+The binaries are built from Go modules by `scripts/k8s-testenv.sh build` (cached outside the repo); these tests
+start a fresh cluster for the module and stop it afterwards. Without the binaries they are skipped with the
+command that builds them. Nothing here is mocked: the Jobs, pods, scheduling and GPU accounting are the real
+Kubernetes ones; kwok only plays the kubelets, ending each pod after the job's `sim_duration` parameter.
+
+Run as a script (`python tests/test_k8s_cluster.py serve ...`) it is the service process the restart test kills.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from jupyter_gpusched.backends.kubernetes import (
+    A_JOB_ID,
+    MANAGED_BY,
+    MANAGER,
+    Api,
+    ApiError,
+    KubernetesBackend,
+    KubernetesConfig,
+    _Relist,
+    _Watcher,
+    build_manifests,
+    fake_gpu_node,
+)
+from jupyter_gpusched.core import JobSpec, JobState, Pool, SpecError, Tenant
+from jupyter_gpusched.service import Service, ServiceConfig
+from jupyter_gpusched.store import Store
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import make_notebook  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "k8s-testenv.sh"
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+NODES = (("od-1", "on-demand", False), ("od-2", "on-demand", False), ("spot-1", "spot", True))
+POOLS = (Pool("on-demand", price_per_gpu_hour=2.0), Pool("spot", spot=True, price_per_gpu_hour=0.7))
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+
+def _bindir() -> Path | None:
+    try:
+        out = subprocess.run(["bash", str(SCRIPT), "bindir"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return Path(out) if out else None
+
+
+def _built() -> bool:
+    d = _bindir()
+    return d is not None and all(os.access(d / b, os.X_OK) for b in BINARIES)
+
+
+def simulate(job: dict, spec: JobSpec, params) -> None:
+    """The kwok stages (deploy/kwok/stages.yaml) end a pod after this duration, failing it if asked."""
+    ann = job["spec"]["template"]["metadata"]["annotations"]
+    ann["gpusched.io/sim-duration"] = f"{float(params.get('sim_duration', 1.0))}s"
+    if params.get("sim_fail"):
+        ann["gpusched.io/sim-outcome"] = "fail"
+
+
+class TestCluster:
+    __test__ = False  # a helper, not a test class
+
+    def __init__(self, folder: Path):
+        self.dir = folder
+        self.kubeconfig = folder / "kubeconfig"
+        self.api: Api | None = None
+
+    def script(self, *args: str, timeout: float = 300) -> None:
+        subprocess.run(["bash", str(SCRIPT), *args, str(self.dir)], check=True, timeout=timeout)
+
+    def start(self) -> None:
+        self.script("start")
+        self.api = Api(KubernetesConfig(kubeconfig=str(self.kubeconfig)))
+
+    def add_node(self, name: str, pool: str, spot: bool = False, gpus: int = 8) -> None:
+        node = fake_gpu_node(name, pool, gpus, spot=spot)
+        try:
+            self.api.request("POST", "/api/v1/nodes", body=node)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+        # The API server keeps a created Node's status; make sure capacity is there before kwok takes it.
+        self.api.request("PATCH", f"/api/v1/nodes/{name}/status", body={"status": node["status"]}, content_type="application/merge-patch+json")
+
+    def delete_node(self, name: str) -> None:
+        self.api.request("DELETE", f"/api/v1/nodes/{name}")
+
+    def wait_ready(self, names, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            nodes = {n["metadata"]["name"]: n for n in self.api.request("GET", "/api/v1/nodes")["items"]}
+            ready = {
+                name
+                for name, n in nodes.items()
+                if any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or ())
+                and not any(t["key"].startswith("node.kubernetes.io/") for t in (n.get("spec") or {}).get("taints") or ())
+            }
+            if set(names) <= ready:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"nodes not ready: {sorted(set(names) - ready)}")
+            time.sleep(0.2)
+
+    def namespace(self, name: str) -> str:
+        try:
+            self.api.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+        deadline = time.monotonic() + 30
+        while True:  # pods need the namespace's default ServiceAccount
+            try:
+                self.api.request("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")
+                return name
+            except ApiError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def jobs(self, ns: str) -> list[dict]:
+        return self.api.request("GET", f"/apis/batch/v1/namespaces/{ns}/jobs", query={"labelSelector": f"{MANAGED_BY}={MANAGER}"})["items"]
+
+    def pods(self, ns: str | None = None) -> list[dict]:
+        path = f"/api/v1/namespaces/{ns}/pods" if ns else "/api/v1/pods"
+        return self.api.request("GET", path, query={"labelSelector": f"{MANAGED_BY}={MANAGER}"})["items"]
+
+    def gpus_in_use(self) -> dict[str, int]:
+        """Per node: GPUs of pods that hold them (bound, not finished) — what the kubelet would be running."""
+        used: Counter[str] = Counter()
+        for p in self.pods():
+            node = (p.get("spec") or {}).get("nodeName")
+            if not node or (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            for c in p["spec"]["containers"]:
+                used[node] += int(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0))
+        return dict(used)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if not _built():
+        pytest.skip(
+            "the Kubernetes test binaries are not built; run `bash scripts/k8s-testenv.sh build` "
+            "(builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok from Go modules; "
+            "the first build takes a long time, then it is cached)"
+        )
+    c = TestCluster(tmp_path_factory.mktemp("k8s") / "cluster")
+    c.start()
+    try:
+        for name, pool, spot in NODES:
+            c.add_node(name, pool, spot)
+        c.wait_ready([n for n, _, _ in NODES])
+        yield c
+    finally:
+        if c.api is not None:
+            c.api.close()
+        c.script("stop", timeout=120)
+
+
+def backend_config(cluster: TestCluster, ns: str, **kw) -> KubernetesConfig:
+    base = dict(
+        kubeconfig=str(cluster.kubeconfig),
+        namespace=ns,
+        instance=ns,
+        image="registry.example/gpusched-sim:1",
+        pool_label="gpusched.io/pool",
+        heartbeat_interval=1.0,
+        max_backoff=1.0,
+        request_timeout=5.0,
+        watch_timeout=60,
+    )
+    base.update(kw)
+    return KubernetesConfig(**base)
+
+
+def make_service(tmp_path: Path, cluster: TestCluster, ns: str, tenants=(), backend=None, **cfg) -> Service:
+    root = tmp_path / "root"
+    root.mkdir(parents=True, exist_ok=True)
+    make_notebook(root / "sim.ipynb", "print('simulated')", parameters="sim_duration = 1")
+    backend = backend or KubernetesBackend(backend_config(cluster, ns, **cfg), pod_customizer=simulate)
+    config = ServiceConfig(
+        db_url=f"sqlite:///{tmp_path / 'data' / 'db.sqlite'}",
+        data_dir=tmp_path / "data",
+        root_dir=root,
+        tenants=tuple(tenants),
+        pools=POOLS,
+        memory_check_interval=3600.0,
+    )
+    return Service(config, backend)
+
+
+def run_until(service: Service, predicate, timeout: float = 90.0, cluster: TestCluster | None = None, what: str = "") -> float:
+    """Tick the service until `predicate()`; with `cluster`, also check every second that no node runs more
+    GPUs than it has and that the core never hands out more than exist. Returns the longest tick (s)."""
+    deadline = time.monotonic() + timeout
+    next_check = 0.0
+    longest = 0.0
+    while not predicate():
+        if time.monotonic() > deadline:
+            states = Counter(j.state.value for j in service.scheduler.jobs.values())
+            raise AssertionError(f"timed out waiting for {what or predicate}: {dict(states)}")
+        t0 = time.monotonic()
+        service.tick()
+        longest = max(longest, time.monotonic() - t0)
+        c = service.scheduler.cluster
+        assert 0 <= c.free_gpus <= c.total_gpus
+        if cluster is not None and time.monotonic() >= next_check:
+            next_check = time.monotonic() + 1.0
+            for node, used in cluster.gpus_in_use().items():
+                assert used <= 8, f"{node} runs pods holding {used} GPUs"
+        time.sleep(0.05)
+    return longest
+
+
+def first_admitted(service: Service, job_id: str) -> float:
+    return min(e.time for e in service.store.events(job_id) if e.dst is JobState.ADMITTED)
+
+
+def cleanup(service: Service, cluster: TestCluster, ns: str) -> None:
+    backend = service.backend
+    backend.delete_all_jobs()
+    backend.close()
+    # Pods of a deleted node would wait for PodGC (40 s and more): remove them now.
+    cluster.api.request("DELETE", f"/api/v1/namespaces/{ns}/pods", query={"gracePeriodSeconds": 0})
+    deadline = time.monotonic() + 60
+    while cluster.jobs(ns) or cluster.gpus_in_use():
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+
+
+# --- the scheduler on a real cluster -------------------------------------------------------------------------
+def test_fifty_mixed_jobs_all_finish_high_priority_first(cluster, tmp_path):
+    ns = cluster.namespace("fifty")
+    service = make_service(tmp_path, cluster, ns)
+    assert service.scheduler.cluster.total_gpus == 24
+    assert {service.scheduler.cluster.pool_of(n) for n in ("od-1", "od-2", "spot-1")} == {"on-demand", "spot"}
+    jobs = []
+    # Lowest priority first, so the queue order alone would favour them.
+    for i in range(22):
+        jobs.append(service.submit(notebook="sim.ipynb", owner="u", gpus=(1, 2, 4)[i % 3], priority="low",
+                                   preemptible=i % 2 == 0, parameters={"sim_duration": 1 + i % 3}))
+    for i in range(20):
+        jobs.append(service.submit(notebook="sim.ipynb", owner="u", gpus=(1, 2, 4, 1)[i % 4], priority="normal",
+                                   preemptible=i % 3 == 0, parameters={"sim_duration": 1 + i % 2}))
+    for i in range(8):  # 12 GPUs in all: they fit the on-demand pool together
+        jobs.append(service.submit(notebook="sim.ipynb", owner="u", gpus=(1, 2)[i % 2], priority="high",
+                                   parameters={"sim_duration": 2}))
+    run_until(service, lambda: all(j.state.terminal for j in jobs), timeout=150, cluster=cluster, what="50 jobs")
+    assert Counter(j.state for j in jobs) == {JobState.SUCCEEDED: 50}
+    admitted = {j.id: first_admitted(service, j.id) for j in jobs}
+    high = [admitted[j.id] for j in jobs if j.spec.priority.label == "high"]
+    low = [admitted[j.id] for j in jobs if j.spec.priority.label == "low"]
+    assert max(high) <= min(low), "a low-priority job was admitted while a high-priority one waited"
+    # Every job ran as exactly one Job with one successful pod, placed where the core said.
+    k8s_jobs = {j["metadata"]["annotations"][A_JOB_ID]: j for j in cluster.jobs(ns)}
+    assert set(k8s_jobs) == {j.id for j in jobs}
+    assert all(j["status"].get("succeeded") == 1 for j in k8s_jobs.values())
+    pods_ok = Counter(p["metadata"]["annotations"][A_JOB_ID] for p in cluster.pods(ns)
+                      if p["status"].get("phase") == "Succeeded" and not p["metadata"].get("deletionTimestamp"))
+    assert all(pods_ok[j.id] == 1 for j in jobs)
+    cleanup(service, cluster, ns)
+
+
+def test_borrower_is_preempted_when_the_owner_needs_its_quota(cluster, tmp_path):
+    ns = cluster.namespace("quota")
+    tenants = (Tenant("research", quota=16), Tenant("interns", quota=8))
+    service = make_service(tmp_path, cluster, ns, tenants=tenants)
+    interns = [service.submit(notebook="sim.ipynb", owner="i", tenant="interns", gpus=4, parameters={"sim_duration": 120})
+               for _ in range(4)]
+    # Non-preemptible jobs use only the 16 on-demand GPUs: 8 within the quota, 8 borrowed from research.
+    run_until(service, lambda: sum(j.state is JobState.RUNNING for j in interns) == 4, timeout=60, cluster=cluster, what="interns running")
+    borrowed = {j.id for j in interns if j.borrowed}
+    assert len(borrowed) == 2
+    research = [service.submit(notebook="sim.ipynb", owner="r", tenant="research", gpus=4, parameters={"sim_duration": 2})
+                for _ in range(2)]
+    run_until(service, lambda: all(j.state is JobState.SUCCEEDED for j in research), timeout=60, cluster=cluster, what="research jobs")
+    preempted = {j.id for j in interns if any(e.dst is JobState.PREEMPTED for e in service.store.events(j.id))}
+    assert preempted == borrowed
+    # Preemption is `suspend: true` on the borrower's Job: its pod went away, the Job stays.
+    k8s = {j["metadata"]["annotations"][A_JOB_ID]: j for j in cluster.jobs(ns)}
+    assert set(preempted) <= set(k8s)
+    # Cancel deletes the Jobs with propagation: Job, pods and ConfigMap all go.
+    for j in interns:
+        service.cancel(j.id, actor="test")
+    run_until(service, lambda: not any(j["metadata"]["annotations"][A_JOB_ID] in {x.id for x in interns} for j in cluster.jobs(ns)),
+              timeout=30, what="cancelled Jobs deleted")
+    deadline = time.monotonic() + 60
+    while any(p["metadata"]["annotations"][A_JOB_ID] in {x.id for x in interns} for p in cluster.pods(ns)):
+        assert time.monotonic() < deadline, "pods of cancelled jobs remain"
+        service.tick()
+        time.sleep(0.2)
+    cms = cluster.api.request("GET", f"/api/v1/namespaces/{ns}/configmaps", query={"labelSelector": f"{MANAGED_BY}={MANAGER}"})["items"]
+    assert not any(c["metadata"]["annotations"][A_JOB_ID] in {x.id for x in interns} for c in cms)
+    cleanup(service, cluster, ns)
+
+
+def test_jobs_on_a_deleted_spot_node_resume_elsewhere(cluster, tmp_path):
+    ns = cluster.namespace("spot")
+    cluster.add_node("spot-2", "spot", spot=True)
+    cluster.wait_ready(["spot-2"])
+    service = make_service(tmp_path, cluster, ns)
+    assert "spot-2" in service.scheduler.cluster
+    jobs = [service.submit(notebook="sim.ipynb", owner="u", gpus=4, preemptible=True, parameters={"sim_duration": 8})
+            for _ in range(4)]
+    run_until(service, lambda: all(j.state is JobState.RUNNING for j in jobs), timeout=60, cluster=cluster, what="spot jobs running")
+    assert all(service.scheduler.cluster.pool_of(j.nodes[0]) == "spot" for j in jobs)  # cheap capacity first
+    on_node = {j.id for j in jobs if j.nodes == ("spot-2",)}
+    assert on_node
+    cluster.delete_node("spot-2")  # the cloud took the spot instance back
+    run_until(service, lambda: "spot-2" not in service.scheduler.cluster, timeout=30, what="node loss seen")
+    run_until(service, lambda: all(j.state.terminal for j in jobs), timeout=90, cluster=cluster, what="spot jobs finish")
+    assert all(j.state is JobState.SUCCEEDED for j in jobs)
+    for j in jobs:
+        events = [e.dst for e in service.store.events(j.id)]
+        assert (JobState.PREEMPTED in events) == (j.id in on_node)
+        assert JobState.FAILED not in events and JobState.LOST not in events
+    # The resumed attempts really ran on other nodes.
+    pods = cluster.pods(ns)
+    # (kwok may still finish a pod it had timed before its node went: that pod was deleted, it does not count)
+    ran_on = {p["metadata"]["annotations"][A_JOB_ID]: p["spec"]["nodeName"] for p in pods
+              if p["status"].get("phase") == "Succeeded" and not p["metadata"].get("deletionTimestamp")}
+    assert all(ran_on[j] != "spot-2" for j in on_node), [
+        (p["metadata"]["annotations"][A_JOB_ID], p["spec"]["nodeName"], p["status"].get("phase"), p["metadata"].get("deletionTimestamp"),
+         p["metadata"]["annotations"].get("gpusched.io/attempt")) for p in pods]
+    cleanup(service, cluster, ns)
+
+
+def test_an_evicted_pod_requeues_its_job(cluster, tmp_path):
+    ns = cluster.namespace("evict")
+    service = make_service(tmp_path, cluster, ns)
+    job = service.submit(notebook="sim.ipynb", owner="u", gpus=2, parameters={"sim_duration": 5})
+    run_until(service, lambda: job.state is JobState.RUNNING, timeout=30, what="running")
+    (pod,) = [p for p in cluster.pods(ns) if p["status"].get("phase") == "Running"]
+    name = pod["metadata"]["name"]
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
+    cluster.api.request("POST", f"/api/v1/namespaces/{ns}/pods/{name}/eviction", body=eviction)  # a node drain
+    run_until(service, lambda: job.state.terminal, timeout=60, cluster=cluster, what="evicted job finishes")
+    events = [e for e in service.store.events(job.id)]
+    assert job.state is JobState.SUCCEEDED
+    assert any(e.dst is JobState.PREEMPTED and "evicted" in e.reason for e in events)
+    assert not any(e.dst in (JobState.FAILED, JobState.LOST) for e in events)
+    (kj,) = cluster.jobs(ns)
+    assert not kj["status"].get("failed")  # the eviction was not counted against backoffLimit
+    cleanup(service, cluster, ns)
+
+
+def test_service_killed_mid_run_reconciles_without_loss_or_duplicates(cluster, tmp_path):
+    ns = cluster.namespace("restart")
+    data = tmp_path / "svc"
+    args = [sys.executable, __file__, "serve", "--kubeconfig", str(cluster.kubeconfig), "--namespace", ns, "--dir", str(data)]
+    log1 = open(tmp_path / "serve1.log", "w")
+    first = subprocess.Popen([*args, "--submit", "12"], stdout=log1, stderr=subprocess.STDOUT, start_new_session=True)
+    store_url = f"sqlite:///{data / 'data' / 'db.sqlite'}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:  # wait until several run and one has finished
+            running = [p for p in cluster.pods(ns) if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
+            done = [p for p in cluster.pods(ns) if p["status"].get("phase") == "Succeeded"]
+            if len(running) >= 3 and done:
+                break
+            assert first.poll() is None, (tmp_path / "serve1.log").read_text()
+            assert time.monotonic() < deadline, "jobs never started"
+            time.sleep(0.2)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # no shutdown, no goodbye
+        first.wait()
+    store = Store(store_url)
+    ids = [job.id for job, _ in store.load_jobs()]
+    store.close()
+    assert len(ids) == 12
+    # While it is down: a Job of a running job vanishes, a stray Job appears, and running ones finish.
+    victim = running[0]["metadata"]["annotations"][A_JOB_ID]
+    victim_job = next(j for j in cluster.jobs(ns) if j["metadata"]["annotations"][A_JOB_ID] == victim)
+    cluster.api.request("DELETE", f"/apis/batch/v1/namespaces/{ns}/jobs/{victim_job['metadata']['name']}", query={"propagationPolicy": "Background"})
+    cfg = backend_config(cluster, ns)
+    stray, _ = build_manifests("stray-job", JobSpec(notebook="x.ipynb"), "{}", {}, cfg)
+    stray["spec"]["suspend"] = False
+    stray["spec"]["template"]["spec"]["nodeSelector"] = {"gpusched.io/pool": "on-demand"}
+    stray["spec"]["template"]["metadata"]["annotations"]["gpusched.io/sim-duration"] = "600s"
+    cluster.api.request("POST", f"/apis/batch/v1/namespaces/{ns}/jobs", body=stray)
+    time.sleep(4)
+
+    log2 = open(tmp_path / "serve2.log", "w")
+    second = subprocess.run([*args, "--until-done", "120"], stdout=log2, stderr=subprocess.STDOUT, timeout=180)
+    assert second.returncode == 0, (tmp_path / "serve2.log").read_text()[-3000:]
+    store = Store(store_url)
+    rows = {job.id: job for job, _ in store.load_jobs()}
+    assert {j.state for j in rows.values()} == {JobState.SUCCEEDED}, {j.id: j.state for j in rows.values()}
+    victim_events = [e.dst for e in store.events(victim)]
+    assert JobState.PREEMPTED in victim_events and victim_events[-1] is JobState.SUCCEEDED
+    assert all(JobState.LOST not in [e.dst for e in store.events(i)] for i in ids)
+    store.close()
+    k8s = Counter(j["metadata"]["annotations"][A_JOB_ID] for j in cluster.jobs(ns))
+    assert "stray-job" not in k8s  # a Job with no store row is deleted
+    assert set(k8s) == set(ids) and all(n == 1 for n in k8s.values())  # one Job per job
+    succeeded = Counter(p["metadata"]["annotations"][A_JOB_ID] for p in cluster.pods(ns)
+                        if p["status"].get("phase") == "Succeeded" and not p["metadata"].get("deletionTimestamp"))
+    assert all(succeeded[i] == 1 for i in ids), succeeded  # none ran twice to completion
+    KubernetesBackend(backend_config(cluster, ns), start=False).delete_all_jobs()
+
+
+def test_api_server_down_for_30_seconds(cluster, tmp_path):
+    ns = cluster.namespace("outage")
+    service = make_service(tmp_path, cluster, ns)
+    # (8 x 2 GPUs fill the on-demand nodes; the job submitted during the outage waits for them)
+    jobs = [service.submit(notebook="sim.ipynb", owner="u", gpus=2, parameters={"sim_duration": 6}) for _ in range(8)]
+    run_until(service, lambda: all(j.state is JobState.RUNNING for j in jobs), timeout=60, what="jobs running")
+    cluster.script("apiserver", "stop")
+    try:
+        t_end = time.monotonic() + 30
+        longest = 0.0
+        late = None
+        while time.monotonic() < t_end:
+            t0 = time.monotonic()
+            service.tick()  # never raises, never blocks on the dead API server
+            longest = max(longest, time.monotonic() - t0)
+            assert service.cluster()["total_gpus"] == 24  # the REST API's views keep answering
+            if late is None and time.monotonic() > t_end - 20:
+                late = service.submit(notebook="sim.ipynb", owner="u", gpus=1, parameters={"sim_duration": 1})
+            time.sleep(0.1)
+        assert not service.backend.api_up
+        assert longest < 1.0, f"a tick took {longest:.2f} s during the outage"
+        assert not any(j.state in (JobState.LOST, JobState.FAILED) for j in jobs)
+    finally:
+        cluster.script("apiserver", "start")
+    t_back = time.monotonic()
+    jobs.append(late)
+    run_until(service, lambda: all(j.state.terminal for j in jobs), timeout=120, cluster=cluster, what="work resumes")
+    print(f"outage test: all done {time.monotonic() - t_back:.1f} s after the API server was back")
+    assert all(j.state is JobState.SUCCEEDED for j in jobs)
+    assert all(JobState.LOST not in [e.dst for e in service.store.events(j.id)] for j in jobs)
+    assert service.backend.api_up
+    cleanup(service, cluster, ns)
+
+
+def test_bad_specs_come_back_as_the_api_servers_own_messages(cluster, tmp_path):
+    ns = cluster.namespace("badspec")
+    tenants = (Tenant("default", quota=24), Tenant("ghost", quota=0))
+    service = make_service(tmp_path, cluster, ns, tenants=tenants, tenant_namespaces={"ghost": "no-such-namespace"})
+    run_until(service, lambda: service.backend.api_up, timeout=10)
+    root = service.config.root_dir
+    # 1. A notebook too big for a ConfigMap: the API server's validation says so, at submit (-> HTTP 400).
+    make_notebook(root / "huge.ipynb", "x = '" + "a" * (1100 * 1024) + "'")
+    with pytest.raises(SpecError) as err:
+        service.submit(notebook="huge.ipynb", owner="u")
+    assert "rejected the ConfigMap (422 Invalid)" in err.value.message
+    assert "Too long: may not be more than 1048576 bytes" in err.value.message or "1048576" in err.value.message
+    # 2. A tenant whose namespace does not exist.
+    with pytest.raises(SpecError) as err:
+        service.submit(notebook="sim.ipynb", owner="u", tenant="ghost")
+    assert "404" in err.value.message and 'namespaces "no-such-namespace" not found' in err.value.message
+    assert not service.scheduler.jobs  # nothing was queued
+    # 3. An operator setting the API server refuses (a bad quantity): reported when the Job is created too.
+    bad = KubernetesBackend(backend_config(cluster, ns, container_resources={"requests": {"cpu": "lots"}}), pod_customizer=simulate)
+    with pytest.raises(SpecError) as err:
+        make_service(tmp_path / "b", cluster, ns, backend=bad).submit(notebook="sim.ipynb", owner="u")
+    assert "rejected the Job (400 BadRequest)" in err.value.message and "quantities must match the regular expression" in err.value.message
+    bad.api_up = False  # as if the API server had been unreachable at submit: the create itself is refused
+    svc = make_service(tmp_path / "c", cluster, ns, backend=bad)
+    job = svc.submit(notebook="sim.ipynb", owner="u")
+    bad.api_up = True
+    run_until(svc, lambda: job.state.terminal, timeout=30, what="refused job fails")
+    assert job.state is JobState.FAILED and "quantities must match the regular expression" in job.reason
+    bad.close()
+    cleanup(service, cluster, ns)
+
+
+def test_failures_and_max_runtime_come_back_with_their_reasons(cluster, tmp_path):
+    ns = cluster.namespace("failures")
+    service = make_service(tmp_path, cluster, ns)
+    crash = service.submit(notebook="sim.ipynb", owner="u", max_retries=1, parameters={"sim_duration": 0.5, "sim_fail": True})
+    slow = service.submit(notebook="sim.ipynb", owner="u", max_runtime=2, parameters={"sim_duration": 60})
+    run_until(service, lambda: crash.state.terminal and slow.state.terminal, timeout=60, cluster=cluster, what="failures")
+    assert crash.state is JobState.FAILED and "BackoffLimitExceeded" in crash.reason and "exit code 1" in crash.reason
+    pods = [p for p in cluster.pods(ns) if p["metadata"]["annotations"][A_JOB_ID] == crash.id]
+    assert len(pods) == 2  # backoffLimit = max_retries: Kubernetes retried the pod once
+    assert slow.state is JobState.FAILED and slow.reason == "max_runtime exceeded (2 s)"
+    log = (Path(service.info[crash.id]["job_dir"]) / "log.txt").read_text()
+    assert "admitted to" in log and "the Job failed" in log
+    cleanup(service, cluster, ns)
+
+
+def test_printed_manifest_is_accepted_by_the_api_server(cluster, tmp_path):
+    import yaml
+
+    nb = make_notebook(tmp_path / "Odd name (1).ipynb", "print(1)")
+    out = subprocess.run(
+        [sys.executable, "-m", "jupyter_gpusched.cli", "manifest", str(nb), "--gpus", "2", "--job-id", "Weird/ID 1"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    for doc in yaml.safe_load_all(out):
+        path = "/apis/batch/v1/namespaces/default/jobs" if doc["kind"] == "Job" else "/api/v1/namespaces/default/configmaps"
+        cluster.api.request("POST", path, body=doc, query={"dryRun": "All"})
+
+
+def test_watch_relists_when_its_version_has_expired(cluster, tmp_path):
+    ns = cluster.namespace("relist")
+    backend = KubernetesBackend(backend_config(cluster, ns))
+    try:
+        assert backend.wait_synced(30)
+        w = next(w for w in backend._watchers if w.kind == "job")
+        before = w.relists
+        with pytest.raises((_Relist, ApiError)) as err:
+            w._watch("1")  # far older than anything the API server still has
+        assert isinstance(err.value, _Relist) or err.value.gone
+        assert w.relists == before  # the watcher's own loop re-lists on this; _watch alone does not
+        assert isinstance(w, _Watcher)
+    finally:
+        backend.close()
+
+
+# --- the service process the restart test starts and kills --------------------------------------------------
+def _serve(argv: list[str]) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--kubeconfig", required=True)
+    p.add_argument("--namespace", required=True)
+    p.add_argument("--dir", required=True)
+    p.add_argument("--submit", type=int, default=0)
+    p.add_argument("--until-done", type=float, default=0.0)
+    a = p.parse_args(argv)
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("jupyter_gpusched.backends.kubernetes").setLevel(logging.DEBUG)
+    c = TestCluster(Path(a.kubeconfig).parent)
+    service = make_service(Path(a.dir), c, a.namespace)
+    for i in range(a.submit):
+        service.submit(notebook="sim.ipynb", owner="u", gpus=(1, 2, 4)[i % 3], parameters={"sim_duration": 5 + i % 4})
+    deadline = time.monotonic() + (a.until_done or 1e9)
+    while True:
+        service.tick()
+        if a.until_done and service.scheduler.jobs and all(j.state.terminal for j in service.scheduler.jobs.values()):
+            service.backend.close()
+            return 0
+        if time.monotonic() > deadline:
+            print({j.id: j.state.value for j in service.scheduler.jobs.values()}, flush=True)
+            return 1
+        time.sleep(0.05)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "serve":
+        sys.exit(_serve(sys.argv[2:]))

@@ -1,0 +1,143 @@
+"""The kubernetes backend's pure parts: names, labels, manifests, the admission patch, `manifest` CLI.
+(Its behaviour against a real control plane is in test_k8s_cluster.py.)"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from jupyter_gpusched.backends.kubernetes import (
+    A_JOB_ID,
+    KubernetesConfig,
+    build_manifests,
+    fake_gpu_node,
+    job_name,
+    label_value,
+    placement_patch,
+)
+from jupyter_gpusched.core import JobSpec, Priority
+
+from conftest import make_notebook
+
+RFC1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+LABEL = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+ODD_IDS = ["abc123", "ABC", "a_b", "-x-", "日本語", "job/../../etc", "", "x" * 300, "a.b", "A-1", "a--b", "0" * 55]
+
+
+@pytest.mark.parametrize("job_id", ODD_IDS)
+def test_job_names_are_rfc1123_labels(job_id):
+    name = job_name(job_id)
+    assert RFC1123.match(name) and len(name) <= 63, name
+    assert job_name(job_id) == name  # deterministic
+
+
+def test_job_names_do_not_collide():
+    ids = ODD_IDS + ["abc", "ABC-", "abc-", "Abc", "a b", "a-b"]
+    names = [job_name(i) for i in ids]
+    assert len(set(names)) == len(ids)
+    assert job_name("0a1b2c3d4e5f") == "gpusched-0a1b2c3d4e5f"  # the service's own ids stay readable
+
+
+@pytest.mark.parametrize("text", ["default", "Team A", "ü" * 70, "-lead", "x" * 63, "x" * 64, "a.b_c-d", ""])
+def test_label_values_are_valid(text):
+    value = label_value(text)
+    assert LABEL.match(value) and len(value) <= 63, value
+
+
+def test_manifests_carry_spec_labels_limits_and_retries(tmp_path):
+    cfg = KubernetesConfig(namespace="ml", tenant_namespaces={"vision": "team-vision"}, image="img:1")
+    spec = JobSpec(
+        notebook="experiments/Train ResNet (final).ipynb",
+        gpus=4,
+        priority=Priority.HIGH,
+        tenant="vision",
+        owner="ada",
+        max_runtime=90.5,
+        max_retries=3,
+    )
+    job, cm = build_manifests("0a1b2c3d4e5f", spec, '{"cells": []}', {"lr": 0.1}, cfg, kernel_name="python3")
+    assert job["metadata"]["namespace"] == cm["metadata"]["namespace"] == "team-vision"
+    assert job["metadata"]["name"] == cm["metadata"]["name"] == "gpusched-0a1b2c3d4e5f"
+    labels = job["metadata"]["labels"]
+    assert labels["gpusched.io/job-id"] == "0a1b2c3d4e5f"
+    assert labels["gpusched.io/tenant"] == "vision" and labels["gpusched.io/priority"] == "high"
+    assert all(LABEL.match(v) for v in labels.values())
+    assert job["metadata"]["annotations"]["gpusched.io/notebook"] == spec.notebook
+    js = job["spec"]
+    assert js["suspend"] is True and js["backoffLimit"] == 3 and js["activeDeadlineSeconds"] == 91
+    assert "managedBy" not in js  # any value would make the built-in Job controller ignore it
+    pod = js["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"
+    c = pod["containers"][0]
+    assert c["image"] == "img:1"
+    assert c["resources"]["limits"] == {"nvidia.com/gpu": "4"}
+    assert c["command"][:2] == ["papermill", "/gpusched/input/notebook.ipynb"] and c["command"][-2:] == ["-k", "python3"]
+    assert {"name": "input", "configMap": {"name": "gpusched-0a1b2c3d4e5f"}} in pod["volumes"]
+    assert cm["data"]["parameters.json"] == '{"lr": 0.1}'
+    assert js["template"]["metadata"]["labels"]["gpusched.io/job-id"] == "0a1b2c3d4e5f"
+    assert js["template"]["metadata"]["annotations"][A_JOB_ID] == "0a1b2c3d4e5f"
+
+
+def test_admission_patch_places_and_unsuspends():
+    cfg = KubernetesConfig()
+    patch = placement_patch("node-7", "spot", True, 2, cfg)
+    spec = patch["spec"]
+    assert spec["suspend"] is False
+    tpl = spec["template"]
+    assert tpl["metadata"]["annotations"]["gpusched.io/attempt"] == "2"
+    assert tpl["spec"]["nodeSelector"] == {"gpusched.io/pool": "spot"}
+    terms = tpl["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-7"]}]}]
+    assert tpl["spec"]["tolerations"] == [{"key": "gpusched.io/spot", "operator": "Exists"}]
+    on_demand = placement_patch("node-1", "on-demand", False, 1, cfg)["spec"]["template"]["spec"]
+    assert on_demand["tolerations"] is None  # merge patch: removes a spot toleration of an earlier attempt
+
+
+def test_fake_node_has_gpus_and_spot_taint():
+    node = fake_gpu_node("s1", "spot", 8, spot=True)
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    assert node["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
+    assert node["spec"]["taints"][0]["key"] == "gpusched.io/spot"
+
+
+def test_manifest_command_prints_the_job_yaml(tmp_path):
+    nb = make_notebook(tmp_path / "My Notebook (v2).ipynb", "print(1)")
+    out = subprocess.run(
+        [sys.executable, "-m", "jupyter_gpusched.cli", "manifest", str(nb), "--gpus", "2", "-p", "epochs=3",
+         "--priority", "high", "--max-runtime", "600", "--namespace", "ml", "--image", "img:2", "--node", "n1", "--pool", "p"],
+        capture_output=True, text=True, check=True, cwd=tmp_path,
+    ).stdout
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    job, cm = docs
+    assert job["kind"] == "Job" and cm["kind"] == "ConfigMap"
+    assert job["metadata"]["namespace"] == "ml"
+    assert job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "img:2"
+    assert cm["data"]["parameters.json"] == '{"epochs": 3}'
+    assert "# admission: kubectl patch job" in out
+
+
+def test_manifest_command_reports_bad_input(tmp_path):
+    r = subprocess.run(
+        [sys.executable, "-m", "jupyter_gpusched.cli", "manifest", str(tmp_path / "missing.ipynb")],
+        capture_output=True, text=True,
+    )
+    assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_manifest_command_reads_the_servers_k8s_settings(tmp_path):
+    nb = make_notebook(tmp_path / "nb.ipynb", "print(1)")
+    cfg = tmp_path / "jupyter_server_config.py"
+    cfg.write_text('c.GPUSched.k8s_tenant_namespaces = {"vision": "team-vision"}\nc.GPUSched.k8s_image = "reg/img:7"\n')
+    out = subprocess.run(
+        [sys.executable, "-m", "jupyter_gpusched.cli", "manifest", str(nb), "--config", str(cfg), "--tenant", "vision", "--no-configmap"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    (job,) = [d for d in yaml.safe_load_all(out) if d]
+    assert job["metadata"]["namespace"] == "team-vision"
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "reg/img:7"
