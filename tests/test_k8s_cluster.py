@@ -122,15 +122,30 @@ class TestCluster:
         except ApiError as exc:
             if exc.status != 409:
                 raise
-        deadline = time.monotonic() + 30
-        while True:  # pods need the namespace's default ServiceAccount
+        # Pods need the namespace's default ServiceAccount. The controller manager creates it, but after the
+        # API-server outage test its namespace watch may sit in back-off for a while, so after a short wait we
+        # create it ourselves (as an admin could); this test file is not about that controller.
+        deadline = time.monotonic() + 10
+        while True:
             try:
                 self.api.request("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")
                 return name
-            except ApiError:
+            except ApiError as exc:
                 if time.monotonic() > deadline:
-                    raise
+                    if exc.status != 404:
+                        raise
+                    break
                 time.sleep(0.2)
+        try:
+            self.api.request(
+                "POST",
+                f"/api/v1/namespaces/{name}/serviceaccounts",
+                body={"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}},
+            )
+        except ApiError as exc:
+            if exc.status != 409:  # the controller got there first
+                raise
+        return name
 
     def jobs(self, ns: str) -> list[dict]:
         return self.api.request("GET", f"/apis/batch/v1/namespaces/{ns}/jobs", query={"labelSelector": f"{MANAGED_BY}={MANAGER}"})["items"]
