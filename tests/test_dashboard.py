@@ -175,3 +175,45 @@ def test_voila_refuses_the_dashboard_to_a_non_admin(dash_server):
     assert r.status_code == 403
     anonymous = requests.get(f"{dash_server.url}voila/render/notebooks/dashboard.ipynb", timeout=30, allow_redirects=False)
     assert anonymous.status_code in (302, 403)  # to the login page, never the dashboard
+
+
+def test_the_dashboard_loads_in_chromium_without_console_errors(dash_server):
+    """An admin opens the Voila dashboard in headless Chromium: the widgets and plots appear, the
+    page logs no error, and a full-page screenshot is kept in test-artifacts/dashboard/."""
+    chromium = Path(os.environ.get("GPUSCHED_CHROMIUM", "/usr/bin/chromium"))
+    if not chromium.exists():
+        pytest.skip(f"needs Chromium at {chromium}: run `bash scripts/ci-browser-deps.sh`")
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    errors: list[str] = []
+    console: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(chromium), args=["--headless", "--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 3600})  # the whole dashboard (Voila scrolls inside its own panel)
+            page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
+            # This machine has no internet: Voila's template asks CDNs for MathJax and icon fonts.
+            # Those may fail; a failed request to the server itself may not.
+            failed: list[str] = []
+            page.on("requestfailed", lambda req: failed.append(req.url))
+            page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+            page.goto(f"{dash_server.url}voila/render/notebooks/dashboard.ipynb?token={dash_server.token}", timeout=180_000)
+            # the widget manager has drawn the plots (matplotlib PNGs in ipywidgets Image views)
+            page.wait_for_selector("img.widget-image", timeout=120_000)
+            page.wait_for_timeout(1500)  # let late renders (and any late errors) land
+            plots = page.locator("img.widget-image").count()
+            page.screenshot(path=str(ARTIFACTS / "voila-dashboard.png"), full_page=True)
+            text = page.inner_text("body")
+        finally:
+            (ARTIFACTS / "voila-console.log").write_text("\n".join(console))
+            browser.close()
+    assert "GPU cluster" in text and "Traceback" not in text
+    assert plots >= 5, f"only {plots} plots drawn"
+    local = [u for u in failed if "127.0.0.1" in u and "favicon" not in u]
+    assert not local, local
+    offline = "net::ERR_NAME_NOT_RESOLVED"  # the console's line for each failed CDN request
+    real = [e for e in errors if offline not in e and "favicon" not in e]
+    assert not real, real

@@ -156,6 +156,41 @@ def test_report_includes_skill_against_baselines(vc6ye):
     assert short["skill"] is None and "too short to backtest" in short["note"]
 
 
+def test_band_scale_is_the_conformal_quantile():
+    assert F.band_scale([0.5, 1.0], 0.8) == 1.0  # too few misses to learn from: unchanged
+    scores = np.arange(1, 11, dtype=float)  # 1..10 band widths out
+    # 80% with the finite-sample correction: the ceil(11 * 0.8) = 9th of 10 smallest
+    assert F.band_scale(scores, 0.8) == pytest.approx(np.quantile(scores, 0.9))
+    assert F.band_scale([*scores, math.inf, math.nan], 0.8) == pytest.approx(np.quantile(scores, 0.9))
+
+
+@needs_traces
+def test_calibrated_bands_cover_nearer_what_they_aim_for(vc6ye):
+    """In-sample bands are too narrow out of sample; online conformal calibration (each origin
+    scaled by the misses already seen) brings coverage near the aimed 80%."""
+    s = F.Series(vc6ye.start, vc6ye.step_s, vc6ye.values[: 21 * 144])
+    bt = F.backtest(s, 6, ["prophet-ar", "seasonal-naive"], first_origin=14 * 144, every=6, train=14 * 144, refit_every=144)
+    for name, m in bt.models.items():
+        assert m.origins > 150
+        assert abs(m.coverage - 0.8) < abs(m.raw_coverage - 0.8), (name, m)
+        assert abs(m.coverage - 0.8) < 0.1, (name, m)
+    off = F.backtest(s, 6, ["seasonal-naive"], first_origin=14 * 144, every=6, train=14 * 144, calibrate=False)
+    m = off.models["seasonal-naive"]
+    assert m.coverage == m.raw_coverage and m.band_scale == 1.0
+
+
+@needs_traces
+def test_the_reported_band_is_the_calibrated_one(vc6ye):
+    s = week(vc6ye)
+    rep = F.forecast_report(s, 6)
+    raw = F.forecast(s, 6)
+    scale = rep["skill"]["models"]["prophet-ar"]["band_scale"]
+    assert rep["band_scale"] == pytest.approx(scale, abs=1e-3) and scale != 1.0
+    assert rep["values"] == pytest.approx(raw.values, abs=1e-3)  # the line does not move, only the band
+    width = np.subtract(rep["upper"], rep["lower"]).sum()
+    assert (width > (raw.upper - raw.lower).sum()) == (scale > 1.0)
+
+
 # --- forecast-eval CLI -----------------------------------------------------------------------------------
 @pytest.fixture
 def vc_csv(tmp_path):

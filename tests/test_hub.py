@@ -8,12 +8,14 @@ Users: alice and carol (group `vision`), bob (group `nlp`), admin (a Hub admin),
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
 import time
 
 import pytest
+import requests
 
 from jupyter_gpusched.hub.testing import Hub, PostgresServer, ServiceClient, Unavailable, notebook_json, wait_for
 
@@ -274,6 +276,25 @@ def test_single_user_servers_forward_as_their_user(hub, servers, tokens, as_user
     code, body = alice_server.json("GET", "metrics")
     assert code == 403 and body["error"] == "forbidden"
     wait_state(as_user["alice"], r.json()["id"], TERMINAL)
+
+
+def test_admin_dashboards_in_a_users_server_are_for_the_services_admins(hub, servers, tokens):
+    """Voila in a user's own server renders admin-only notebooks only for those the service calls admins."""
+    board = json.loads(notebook_json("print('for admins')"))
+    board["metadata"]["gpusched"] = {"admin_only": True}
+    for user in ("alice", "dora"):
+        (hub.home(user) / "admin-board.ipynb").write_text(json.dumps(board))
+    dora_server = hub.start_server("dora")
+
+    def render(server: str, user: str) -> int | None:
+        r = requests.get(f"{server}voila/render/admin-board.ipynb", headers={"Authorization": f"token {tokens[user]}"}, timeout=120)
+        return None if r.status_code == 503 else r.status_code  # 503: the server has not heard from the service yet
+
+    assert wait_for(lambda: render(servers["alice"], "alice"), 30, "alice's server to check with the service") == 403
+    assert wait_for(lambda: render(dora_server, "dora"), 60, "dora's server to render the dashboard") == 200
+    assert ServiceClient(dora_server, tokens["dora"]).json("GET", "api/me")[1]["admin"] is True
+    code, me = ServiceClient(servers["alice"], tokens["alice"]).json("GET", "api/me")
+    assert code == 200 and me == {"name": "alice", "admin": False, "tenants": ["vision"], "default_tenant": "vision"}
 
 
 def test_the_client_finds_the_service_from_inside_a_users_server(hub, servers, tokens, monkeypatch):

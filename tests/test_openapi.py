@@ -83,6 +83,9 @@ async def test_responses_match_the_spec(api, jp_root_dir):
     code, u = await api("GET", "usage", minutes="60")
     check("/gpusched/api/usage", "GET", code, u)
     assert u["tenants"]["default"]["allocated"]  # the service recorded this minute
+    code, me = await api("GET", "me")
+    check("/gpusched/api/me", "GET", code, me)
+    assert me["admin"] is True and me["default_tenant"] in me["tenants"]  # the server's owner
     code, err = await api("GET", "usage", minutes="0")
     check("/gpusched/api/usage", "GET", code, err)
     code, err = await api("DELETE", f"jobs/{job['id']}")

@@ -238,15 +238,41 @@ class Fitted:
             self._band[key] = (lo, hi)
         return self._band[key]
 
-    def predict(self, history: np.ndarray, horizon: int, interval: float | None = DEFAULT_INTERVAL):
-        """(point, lower, upper); lower/upper are None when `interval` is None."""
+    def predict(self, history: np.ndarray, horizon: int, interval: float | None = DEFAULT_INTERVAL, scale: float = 1.0):
+        """(point, lower, upper); lower/upper are None when `interval` is None. `scale`
+        widens (or narrows) the in-sample band: the calibration `band_scale` finds."""
         p = np.maximum(np.nan_to_num(self.point(history, horizon), nan=0.0), 0.0)
         if interval is None:
             return p, None, None
         lo, hi = self.band(horizon, interval)
-        lower = np.maximum(np.minimum(p + lo, p), 0.0)
-        upper = np.maximum(p + hi, p)
+        lower = np.maximum(np.minimum(p + scale * lo, p), 0.0)
+        upper = np.maximum(p + scale * hi, p)
         return p, lower, upper
+
+    def band_scores(self, p: np.ndarray, actual: np.ndarray, interval: float) -> np.ndarray:
+        """How far outside the in-sample band each actual value fell, in band widths (the
+        conformal score: 1 is on the edge). Widths are floored so a flat band cannot make
+        every miss infinite."""
+        lo, hi = self.band(len(p), interval)
+        ok = self.train[~np.isnan(self.train)]
+        floor = 1e-3 + 0.01 * (float(np.abs(ok).mean()) if len(ok) else 0.0)
+        above = actual >= p
+        width = np.where(above, np.maximum(hi, floor), np.maximum(-lo, floor))
+        out = np.abs(actual - p) / width
+        return out[~np.isnan(actual)]
+
+
+def band_scale(scores: Sequence[float] | np.ndarray, interval: float, min_scores: int = 6) -> float:
+    """Split-conformal calibration: the factor by which in-sample bands must be widened so
+    that `interval` of past out-of-sample misses would have fallen inside. 1.0 (no change)
+    with fewer than `min_scores` scores."""
+    s = np.asarray(scores, dtype=float)
+    s = s[np.isfinite(s)]
+    n = len(s)
+    if n < min_scores:
+        return 1.0
+    level = min(1.0, math.ceil((n + 1) * interval) / n)  # the finite-sample correction
+    return float(np.quantile(s, level))
 
 
 class _Mean(Fitted):
@@ -481,19 +507,23 @@ def forecast(
 ) -> Forecast:
     """Forecast the `horizon` buckets after the end of `series` (the last `max_history_s` of
     it are used). Falls back (and says so) when the history is too short or Prophet fails."""
+    if max_history_s is not None:
+        series = series.tail(max_history_s)
+    return _forecast(series, horizon, model, interval)[0]
+
+
+def _forecast(series: Series, horizon: int, model: str, interval: float) -> tuple[Forecast, Fitted | None]:
     if horizon < 1:
         raise ValueError("horizon must be at least 1 step")
     if not 0 < interval < 1:
         raise ValueError("interval must be between 0 and 1")
-    if max_history_s is not None:
-        series = series.tail(max_history_s)
     times = series.time_of(len(series)) + series.step_s * np.arange(horizon)
     fitted, note = fit_model(series, model)
     if fitted is None:
         empty = np.zeros(0)
-        return Forecast(empty, empty, empty, empty, None, note, series.step_s, interval)
+        return Forecast(empty, empty, empty, empty, None, note, series.step_s, interval), None
     p, lo, hi = fitted.predict(series.values, horizon, interval)
-    return Forecast(times, p, lo, hi, fitted.model, note, series.step_s, interval, fitted.fit_s)
+    return Forecast(times, p, lo, hi, fitted.model, note, series.step_s, interval, fitted.fit_s), fitted
 
 
 def fit_model(series: Series, wanted: str = "auto") -> tuple[Fitted | None, str]:
@@ -534,6 +564,8 @@ class ModelSkill:
     fit_s: float  # mean seconds per fit
     fits: int
     origins: int
+    band_scale: float = 1.0  # calibration factor from every origin's misses (what a forecast now would use)
+    raw_coverage: float = math.nan  # coverage of the uncalibrated in-sample band
 
     def to_dict(self) -> dict[str, Any]:
         clean = lambda x: None if x is None or not math.isfinite(x) else round(float(x), 4)  # noqa: E731
@@ -544,6 +576,8 @@ class ModelSkill:
             "fit_s": clean(self.fit_s),
             "fits": self.fits,
             "origins": self.origins,
+            "band_scale": clean(self.band_scale),
+            "raw_coverage": clean(self.raw_coverage),
         }
 
 
@@ -581,6 +615,7 @@ def backtest(
     refit_every: int | None = None,
     interval: float = DEFAULT_INTERVAL,
     fits_cache: dict | None = None,
+    calibrate: bool = True,
 ) -> BacktestResult:
     """Rolling-origin evaluation: at each origin o, every model forecasts buckets
     [o, o + horizon) from the values before o, and is scored against what happened.
@@ -592,7 +627,12 @@ def backtest(
     at or before it, with the data up to the origin (as a cached live forecaster would).
     MASE is scaled per origin by the in-sample seasonal-naive MAE (lag one day) of the
     training window, then averaged over origins; sMAPE likewise. ``prophet`` and
-    ``prophet-ar`` share their Prophet fits (and share them across calls given `fits_cache`)."""
+    ``prophet-ar`` share their Prophet fits (and share them across calls given `fits_cache`).
+
+    Bands are calibrated online (`calibrate`): at each origin the in-sample band is scaled by
+    `band_scale` of the scores of earlier origins whose outcome was known by then, so
+    `coverage` is what a live forecaster would have achieved; `raw_coverage` is the
+    uncalibrated band's."""
     n = len(series)
     if horizon < 1:
         raise ValueError("horizon must be at least 1 step")
@@ -612,7 +652,8 @@ def backtest(
     cache = {} if fits_cache is None else fits_cache
     for name in models:
         fits: dict[int, Fitted] = {}
-        m_mase, m_smape, covered, total, fit_times = [], [], 0, 0, []
+        m_mase, m_smape, covered, raw_covered, total, fit_times = [], [], 0, 0, 0, []
+        scored: list[tuple[int, np.ndarray]] = []  # (when the outcome is known, scores)
         for o in origins:
             f = first + ((o - first) // refit_every) * refit_every
             if f not in fits:
@@ -624,14 +665,20 @@ def backtest(
                 fits[f] = fitted
                 fit_times.append(fitted.fit_s)
             fitted = fits[f]
-            p, lower, upper = fitted.predict(y[:o], horizon, interval)
+            known = [sc for ready, sc in scored if ready <= o]
+            scale = band_scale(np.concatenate(known), interval) if (calibrate and known) else 1.0
+            p, lower, upper = fitted.predict(y[:o], horizon, interval, scale)
+            _, raw_lower, raw_upper = fitted.predict(y[:o], horizon, interval)
             actual = y[o : o + horizon]
             tr = y[(0 if train is None else max(0, o - train)) : o]
             m_mase.append(mase(actual, p, tr, season))
             m_smape.append(smape(actual, p))
             ok = ~np.isnan(actual)
-            covered += int(np.count_nonzero((actual[ok] >= lower[ok] - 1e-9) & (actual[ok] <= upper[ok] + 1e-9)))
+            covered += _inside(actual[ok], lower[ok], upper[ok])
+            raw_covered += _inside(actual[ok], raw_lower[ok], raw_upper[ok])
             total += int(ok.sum())
+            scored.append((o + horizon, fitted.band_scores(p, actual, interval)))
+        all_scores = np.concatenate([sc for _, sc in scored]) if scored else np.zeros(0)
         res.models[name] = ModelSkill(
             mase=_nanmean(m_mase),
             smape=_nanmean(m_smape),
@@ -639,8 +686,14 @@ def backtest(
             fit_s=float(np.mean(fit_times)) if fit_times else 0.0,
             fits=len(fit_times),
             origins=len(origins),
+            band_scale=band_scale(all_scores, interval) if calibrate else 1.0,
+            raw_coverage=raw_covered / total if total else math.nan,
         )
     return res
+
+
+def _inside(actual: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> int:
+    return int(np.count_nonzero((actual >= lower - 1e-9) & (actual <= upper + 1e-9)))
 
 
 def _nanmean(xs: Sequence[float]) -> float:
@@ -662,7 +715,7 @@ def forecast_report(
     last `skill_origins` horizons (each model fitted on what came before each origin) of the
     model used against the seasonal-naive and last-value baselines. Times are epoch seconds."""
     series = series.tail(max_history_s)
-    fc = forecast(series, horizon, model, interval, max_history_s=None)
+    fc, fitted = _forecast(series, horizon, model, interval)
     out = fc.to_dict()
     out["skill"] = None
     out["history_points"] = series.observed
@@ -679,6 +732,12 @@ def forecast_report(
     models = [fc.model] + [b for b in BASELINES if b != fc.model]
     bt = backtest(series, horizon, models, origins=origins, interval=interval)
     out["skill"] = bt.to_dict()
+    scale = bt.models[fc.model].band_scale
+    if fitted is not None and scale != 1.0:  # the band, calibrated on this history's own misses
+        _, lower, upper = fitted.predict(series.values, horizon, interval, scale)
+        out["lower"] = [round(float(x), 3) for x in lower]
+        out["upper"] = [round(float(x), 3) for x in upper]
+    out["band_scale"] = round(scale, 3)
     scores = {k: v.mase for k, v in bt.models.items() if math.isfinite(v.mase)}
     if fc.model in scores:
         best = min(scores, key=lambda k: (scores[k], k != fc.model))

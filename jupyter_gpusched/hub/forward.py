@@ -41,6 +41,43 @@ class Forwarder:
         return urlparse(self.url).path
 
 
+class CallerStatus:
+    """Whether this server's user is a gpusched admin, as the service last said (`api/me`).
+
+    Voila's prelaunch hook, which guards the admin dashboard, cannot wait on the network, so
+    the answer is fetched when the server starts and refreshed every `every` seconds; `admin`
+    is None until the service has answered once.
+    """
+
+    def __init__(self, forwarder: Forwarder, every: float = 60.0):
+        self.forwarder = forwarder
+        self.every = every
+        self.admin: bool | None = None
+        self._timer = None
+
+    async def refresh(self) -> None:
+        fw = self.forwarder
+        if not fw.token:
+            return
+        request = HTTPRequest(fw.url + "gpusched/api/me", headers={"Authorization": f"token {fw.token}"}, request_timeout=10)
+        try:
+            response = await AsyncHTTPClient().fetch(request, raise_error=False)
+            self.admin = bool(json.loads(response.body)["admin"]) if response.code == 200 else self.admin
+        except (OSError, HTTPClientError, ValueError, KeyError, TypeError):
+            pass  # keep the last answer; the next refresh tries again
+
+    def start(self) -> None:
+        from tornado.ioloop import IOLoop, PeriodicCallback
+
+        IOLoop.current().add_callback(self.refresh)
+        self._timer = PeriodicCallback(self.refresh, self.every * 1000)
+        self._timer.start()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+
+
 class ForwardHandler(GPUSchedHandler):
     """Relay one request to the hub service and its answer back, unchanged but for Location."""
 

@@ -280,10 +280,10 @@ class Hub:
             )
             """
         (self.base / "jupyterhub_config.py").write_text(textwrap.dedent(config))
-        # Single-user servers load only what the tests need (not Lab, Voila, LSP): faster starts.
+        # Single-user servers load only what the tests need (Voila, for the dashboard guard; not Lab or LSP).
         lean = self.base / "singleuser-config"
         lean.mkdir(exist_ok=True)
-        off = {name: False for name in ("jupyterlab", "voila.server_extension", "jupyter_lsp", "notebook_shim", "jupyter_server_terminals")}
+        off = {name: False for name in ("jupyterlab", "jupyter_lsp", "notebook_shim", "jupyter_server_terminals")}
         (lean / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": {"jpserver_extensions": off}}))
 
     # --- processes --------------------------------------------------------------------------

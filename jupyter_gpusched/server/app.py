@@ -109,6 +109,28 @@ class GPUSched(ExtensionApp):
     k8s_container_resources = Dict(config=True, help="Kubernetes: extra container resources, e.g. {'requests': {'cpu': '4', 'memory': '32Gi'}}.")
     k8s_ttl_after_finished = Int(86400, config=True, help="Kubernetes: seconds a finished Job is kept (-1: forever).")
     k8s_workers = Int(4, config=True, help="Kubernetes: threads writing to the API server.")
+    # --- Prometheus, for forecasts of GPU use from DCGM metrics (docs/forecasting.md) ---
+    prometheus_url = Unicode(
+        config=True,
+        help="Base URL of a Prometheus server holding dcgm-exporter metrics (e.g. http://prometheus:9090), for "
+        "GET forecast?series=gpu_busy. Empty: that series is off. Default: $GPUSCHED_PROMETHEUS_URL.",
+    )
+    prometheus_query = Unicode(
+        "sum(max_over_time(DCGM_FI_DEV_GPU_UTIL[10m]) > bool 0)",
+        config=True,
+        help="PromQL for the GPUs busy, evaluated every 10 minutes; its series are summed. The default counts each "
+        "GPU that did any work in the 10 minutes before (DCGM_FI_DEV_GPU_UTIL is in dcgm-exporter's default "
+        "counters on every GPU model; max_over_time keeps a GPU that paused between scrapes; '> bool 0' makes an "
+        "idle GPU 0, so an idle cluster reads 0 rather than no data).",
+    )
+    prometheus_tenant_query = Unicode(
+        "",
+        config=True,
+        help="PromQL for one tenant's busy GPUs, with {tenant} replaced by the tenant's name (escaped as a PromQL "
+        "string, so put it inside double quotes), e.g. "
+        "'sum(max_over_time(DCGM_FI_DEV_GPU_UTIL{namespace=\"{tenant}\"}[10m]) > bool 0)'. "
+        "Empty: no per-tenant gpu_busy forecasts.",
+    )
     aging_interval = Float(3600.0, config=True, help="Seconds of waiting that raise a job one priority class (no starvation).")
     tick_interval = Float(0.5, config=True, help="Seconds between scheduling passes.")
     heartbeat_timeout = Float(60.0, config=True, help="A running job whose runner is silent this long is lost and retried.")
@@ -133,6 +155,16 @@ class GPUSched(ExtensionApp):
     def forwards(self) -> bool:
         """A single-user server under a hub with the service configured: forward, run no core."""
         return bool(self.hub_service_url) and not self.is_multi_user
+
+    @default("prometheus_url")
+    def _default_prometheus_url(self) -> str:
+        return os.environ.get("GPUSCHED_PROMETHEUS_URL", "")
+
+    @validate("prometheus_tenant_query")
+    def _check_prometheus_tenant_query(self, proposal):
+        if proposal["value"] and "{tenant}" not in proposal["value"]:
+            raise ValueError(f"c.GPUSched.prometheus_tenant_query must contain {{tenant}}: {proposal['value']!r}")
+        return proposal["value"]
 
     @validate("policy")
     def _check_policy(self, proposal):
@@ -201,9 +233,10 @@ class GPUSched(ExtensionApp):
     def initialize_settings(self) -> None:
         self.service = None
         if self.forwards:
-            from ..hub.forward import Forwarder
+            from ..hub.forward import CallerStatus, Forwarder
 
-            self.settings.update(gpusched_forward=Forwarder(self.hub_service_url, self.hub_api_token))
+            forwarder = Forwarder(self.hub_service_url, self.hub_api_token)
+            self.settings.update(gpusched_forward=forwarder, gpusched_forward_caller=CallerStatus(forwarder))
             self.log.info("jupyter-gpusched: forwarding to the hub service at %s", self.hub_service_url)
             return
         if self.is_multi_user:
@@ -250,6 +283,9 @@ class GPUSched(ExtensionApp):
             gpusched_group_tenants=dict(self.group_tenants),
             gpusched_admin_groups=set(self.admin_groups),
             gpusched_user_root=self.user_root_template,
+            gpusched_prometheus_url=self.prometheus_url,
+            gpusched_prometheus_query=self.prometheus_query,
+            gpusched_prometheus_tenant_query=self.prometheus_tenant_query,
         )
         self.log.info(
             "jupyter-gpusched: %s policy, %s backend, %d GPUs, store %s",
@@ -275,7 +311,11 @@ class GPUSched(ExtensionApp):
     async def _start_jupyter_server_extension(self, serverapp) -> None:
         if self.service is not None:
             self.service.start()
+        if "gpusched_forward_caller" in self.settings:
+            self.settings["gpusched_forward_caller"].start()
 
     async def stop_extension(self) -> None:
         if self.service is not None:
             await self.service.stop()
+        if "gpusched_forward_caller" in self.settings:
+            self.settings["gpusched_forward_caller"].stop()

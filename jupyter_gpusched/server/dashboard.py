@@ -4,7 +4,9 @@ A notebook whose metadata says ``{"gpusched": {"admin_only": true}}`` (the admin
 dashboard, notebooks/dashboard.ipynb) renders under Voila (``/voila/render/...``) only
 for gpusched admins: the same rule as the REST API (`Identity.is_admin`: on a
 single-user server with `c.GPUSched.admin_users` empty, everyone holding the token is
-the owner and an admin). Others get 403 before any kernel starts.
+the owner and an admin). Others get 403 before any kernel starts. In a user's server that
+forwards to the JupyterHub service, the service decides: its ``api/me`` answer for the
+server's user, refreshed every minute (`hub.forward.CallerStatus`).
 
 The check is Voila's `prelaunch_hook`. This module is also a tiny server extension that
 installs it (jupyter-config/jupyter_server_config.d/jupyter_gpusched_dashboard.json turns
@@ -34,6 +36,11 @@ class _Asker(Identity):
 
 
 def is_admin(handler: web.RequestHandler) -> bool:
+    caller = handler.settings.get("gpusched_forward_caller")
+    if caller is not None:  # a user's server under a hub: the hub service decides
+        if caller.admin is None:
+            raise web.HTTPError(503, "cannot yet confirm with the GPU scheduler service that you are an admin; retry shortly")
+        return caller.admin
     if "gpusched_admin_users" not in handler.settings and not handler.settings.get("gpusched_multi_user"):
         return True  # gpusched is not running its own service here: nothing to guard
     return _Asker(handler).is_admin
@@ -57,8 +64,18 @@ def _jupyter_server_extension_points():
     return [{"module": "jupyter_gpusched.server.dashboard"}]
 
 
+LAB_EXTENSION = "jupyter-gpusched"
+
+
 def _load_jupyter_server_extension(serverapp) -> None:
     section = serverapp.config.VoilaConfiguration
+    # Our lab extension is a JupyterLab sidebar: in a Voila page it has no shell to live in,
+    # and loading it there only costs a download (and console errors). Keep it out unless
+    # the admin chose Voila's extensions themselves.
+    if "extension_allowlist" not in section:
+        denied = list(section.get("extension_denylist") or []) if "extension_denylist" in section else []
+        if LAB_EXTENSION not in denied:
+            section.extension_denylist = [*denied, LAB_EXTENSION]
     other = section.get("prelaunch_hook") if "prelaunch_hook" in section else None
     if other is admin_only_prelaunch_hook or getattr(other, "_gpusched_guard", False):
         return

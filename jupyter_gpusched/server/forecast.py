@@ -7,8 +7,9 @@ server's event loop never waits on the database or on Prophet. Results are cache
 requests for the same forecast share one fit.
 
 Query: `horizon` (minutes ahead, default 1440), `tenant` (default: all tenants summed),
-`series` (`requested`: GPUs queued + running, the default; or `allocated`), `model`
-(`auto`, the default, or one of core.forecast.MODELS).
+`series` (`requested`: GPUs queued + running, the default; `allocated`; or `gpu_busy`: GPUs
+busy according to a Prometheus server's DCGM metrics, where `c.GPUSched.prometheus_url` is
+set), `model` (`auto`, the default, or one of core.forecast.MODELS).
 """
 
 from __future__ import annotations
@@ -20,15 +21,19 @@ from collections import OrderedDict
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..core import forecast as fc
+from . import prometheus
 from .handlers import GPUSchedHandler, api_errors, iso
 from .validation import ApiError
 
 HISTORY_DAYS = 28
 MAX_CACHED = 64
+STORE_SERIES = ("requested", "allocated")  # recorded by the service itself
+PROMETHEUS_SERIES = ("gpu_busy",)  # read from c.GPUSched.prometheus_url
 
 
 class ForecastCache:
@@ -70,6 +75,20 @@ def history_series(usage: dict[str, Any], which: str) -> fc.Series:
     return fc.regularize(minutes, total, fc.DEFAULT_STEP_S)
 
 
+def prometheus_series(url: str, query: str, end: float) -> fc.Series:
+    """The `HISTORY_DAYS` before `end` (a bucket boundary) of `query`, as 10-minute buckets up
+    to `end`. A value Prometheus evaluates at t looks back over (t - 10m, t] (the default
+    queries' `[10m]`), so it is the bucket that ends at t."""
+    step = fc.DEFAULT_STEP_S
+    times, values = prometheus.query_range(url, query, end - HISTORY_DAYS * fc.DAY + step, end, step)
+    series = fc.regularize(np.asarray(times) - step, values, step)
+    # buckets Prometheus has nothing for at the end stay empty: the forecast still starts at `end`
+    missing = int(round((end - series.time_of(len(series))) / step))
+    if len(series) and missing > 0:
+        series = fc.Series(series.start, step, np.concatenate([series.values, np.full(missing, np.nan)]))
+    return series
+
+
 def build_response(series: fc.Series, horizon_steps: int, model: str) -> dict[str, Any]:
     """Pure: the forecast report with ISO times (runs in a worker thread)."""
     t0 = time.perf_counter()
@@ -92,11 +111,15 @@ class ForecastHandler(GPUSchedHandler):
         """GPU demand forecast: times, values, lower, upper (80% band), model, note, skill."""
         horizon = self._int_arg("horizon", 24 * 60, 10, 7 * 24 * 60)
         which = self.get_query_argument("series", "requested")
-        if which not in ("requested", "allocated"):
-            raise ApiError(400, "invalid_value", f"unknown series {which!r}; use requested or allocated", "series")
+        if which not in STORE_SERIES + PROMETHEUS_SERIES:
+            raise ApiError(
+                400, "invalid_value", f"unknown series {which!r}; use requested, allocated or gpu_busy", "series"
+            )
         model = self.get_query_argument("model", "auto")
         if model != "auto" and model not in fc.MODELS:
-            raise ApiError(400, "invalid_value", f"unknown model {model!r}; use auto or one of {', '.join(fc.MODELS)}", "model")
+            raise ApiError(
+                400, "invalid_value", f"unknown model {model!r}; use auto or one of {', '.join(fc.MODELS)}", "model"
+            )
         tenant = self.get_query_argument("tenant", None) or None
         if tenant is not None and tenant not in self.service.scheduler.ledger.tenants:
             known = ", ".join(sorted(self.service.scheduler.ledger.tenants))
@@ -105,9 +128,47 @@ class ForecastHandler(GPUSchedHandler):
         steps = math.ceil(horizon * 60 / fc.DEFAULT_STEP_S)
         bucket = int(service.clock() // fc.DEFAULT_STEP_S)  # a forecast is good until the next bucket begins
 
-        def compute() -> dict[str, Any]:  # in a worker thread: the history read and the fit
-            usage = service.usage(HISTORY_DAYS * 24 * 60, tenant)
-            return build_response(history_series(usage, which), steps, model)
+        if which in PROMETHEUS_SERIES:
+            url, query = self._prometheus_query(tenant)
+            source = "prometheus"
+
+            def compute() -> dict[str, Any]:  # in a worker thread: the Prometheus query and the fit
+                series = prometheus_series(url, query, bucket * fc.DEFAULT_STEP_S)
+                report = build_response(series, steps, model)
+                if series.observed == 0:
+                    report["note"] += f"; Prometheus returned no samples for {query!r} in the last {HISTORY_DAYS} days"
+                return report
+        else:
+            source = "store"
+
+            def compute() -> dict[str, Any]:  # in a worker thread: the history read and the fit
+                usage = service.usage(HISTORY_DAYS * 24 * 60, tenant)
+                return build_response(history_series(usage, which), steps, model)
 
         report = await self.cache.get((tenant, which, steps, model), bucket, compute)
-        self.finish(dict(report, series=which, tenant=tenant, horizon_minutes=horizon))
+        self.finish(dict(report, series=which, source=source, tenant=tenant, horizon_minutes=horizon))
+
+    def _prometheus_query(self, tenant: str | None) -> tuple[str, str]:
+        """(Prometheus URL, PromQL) for series=gpu_busy, or why it is not configured. `tenant`
+        is already checked to be one of the scheduler's tenants (no PromQL from the request)."""
+        url = self.settings.get("gpusched_prometheus_url", "")
+        if not url:
+            raise ApiError(
+                400,
+                "not_configured",
+                "series gpu_busy reads a Prometheus server's DCGM metrics and none is configured: "
+                "set c.GPUSched.prometheus_url (or $GPUSCHED_PROMETHEUS_URL), e.g. http://prometheus:9090",
+                "series",
+            )
+        if tenant is None:
+            return url, self.settings["gpusched_prometheus_query"]
+        template = self.settings.get("gpusched_prometheus_tenant_query", "")
+        if not template:
+            raise ApiError(
+                400,
+                "not_configured",
+                "per-tenant gpu_busy forecasts need c.GPUSched.prometheus_tenant_query, a PromQL template with "
+                '{tenant}, e.g. sum(max_over_time(DCGM_FI_DEV_GPU_UTIL{namespace="{tenant}"}[10m]) > bool 0)',
+                "tenant",
+            )
+        return url, prometheus.tenant_query(template, tenant)

@@ -343,6 +343,18 @@ class QueuesHandler(GPUSchedHandler):
         self.finish({"policy": self.service.scheduler.policy.name, "queues": self.service.queues()})
 
 
+class MeHandler(GPUSchedHandler):
+    @web.authenticated
+    @authorized
+    @api_errors
+    async def get(self):
+        """Who the scheduler takes the caller for: name, admin, the tenants they may charge."""
+        allowed = self.user_tenants()
+        tenants = sorted(self.service.scheduler.ledger.tenants) if allowed is None else allowed
+        default = allowed[0] if allowed else self.service.tenant_for(self.user_name, None)
+        self.finish({"name": self.user_name, "admin": self.is_admin, "tenants": tenants, "default_tenant": default})
+
+
 class UsageHandler(GPUSchedHandler):
     @web.authenticated
     @authorized
@@ -400,6 +412,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + "/queues", QueuesHandler),
         (api + "/cluster", ClusterHandler),
         (api + "/usage", UsageHandler),
+        (api + "/me", MeHandler),
         (api + "/forecast", ForecastHandler),
         (url_path_join(base_url, "gpusched", "metrics"), MetricsHandler),
         (api + "(/.*)?", NotFoundHandler),

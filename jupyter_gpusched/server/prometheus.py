@@ -1,0 +1,108 @@
+"""Read a GPU-demand history from a Prometheus server (e.g. dcgm-exporter's DCGM metrics).
+
+Blocking (`urllib`): it runs inside the forecast's worker thread, never on the event loop.
+Every failure is an `ApiError` naming the server: 503 when it cannot be reached, 502 when it
+answers with an error (its own message passed on) or with something that is not its API.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import defaultdict
+
+from .validation import ApiError
+
+MAX_POINTS = 11_000  # Prometheus refuses range queries of more points per series than this
+TIMEOUT_S = 30.0
+
+
+def query_range(
+    url: str,
+    query: str,
+    start: float,
+    end: float,
+    step_s: float,
+    max_points: int = MAX_POINTS,
+    timeout_s: float = TIMEOUT_S,
+) -> tuple[list[float], list[float]]:
+    """Evaluate PromQL `query` at start, start + step_s, ... <= end; return (epoch seconds,
+    values), the values of all the series it returns summed per time. Times where no series
+    has a value are left out (`core.forecast.regularize` makes them NaN buckets). Windows
+    of more than `max_points` steps are asked for in pieces."""
+    totals: dict[float, float] = defaultdict(float)
+    chunk_start = start
+    while chunk_start <= end:
+        chunk_end = min(end, chunk_start + (max_points - 1) * step_s)
+        for series in _matrix(url, query, chunk_start, chunk_end, step_s, timeout_s):
+            for t, v in series.get("values", []):
+                value = float(v)  # Prometheus sends numbers as strings ("NaN", "+Inf" too)
+                if math.isfinite(value):
+                    totals[float(t)] += value
+        chunk_start = chunk_end + step_s
+    times = sorted(totals)
+    return times, [totals[t] for t in times]
+
+
+def _matrix(url: str, query: str, start: float, end: float, step_s: float, timeout_s: float) -> list[dict]:
+    params = urllib.parse.urlencode({"query": query, "start": _num(start), "end": _num(end), "step": _num(step_s)})
+    request = urllib.request.Request(
+        f"{url.rstrip('/')}/api/v1/query_range?{params}", headers={"Accept": "application/json"}
+    )
+    where = _shown(url)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            status, raw = response.status, response.read()
+    except urllib.error.HTTPError as err:
+        status, raw = err.code, err.read()  # Prometheus explains a refusal in its JSON body
+    except (urllib.error.URLError, OSError) as exc:  # refused, no route, DNS, timeout
+        reason = getattr(exc, "reason", exc)
+        raise ApiError(503, "prometheus_unreachable", f"cannot reach Prometheus at {where}: {reason}") from None
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        body = None
+    if not isinstance(body, dict) or body.get("status") not in ("success", "error"):
+        raise ApiError(
+            502,
+            "prometheus_error",
+            f"{where} answered HTTP {status} with something that is not the Prometheus API "
+            f"({raw[:100].decode('utf-8', 'replace').strip()!r}); c.GPUSched.prometheus_url must be the server's base URL",
+        )
+    if body["status"] == "error":
+        why = f"{body.get('errorType', 'error')}: {body.get('error', '')}"[:800]
+        raise ApiError(502, "prometheus_error", f"Prometheus at {where} refused the query {query!r}: {why}")
+    data = body.get("data") or {}
+    if data.get("resultType") != "matrix":
+        raise ApiError(
+            502, "prometheus_error", f"Prometheus at {where} answered a {data.get('resultType')!r}, not a matrix"
+        )
+    return data.get("result") or []
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def _shown(url: str) -> str:
+    """The URL without user:password, fit for an error message."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def promql_string(value: str) -> str:
+    """`value` escaped for the inside of a double-quoted PromQL string (Go's escapes, as JSON's)."""
+    return json.dumps(value, ensure_ascii=False)[1:-1]
+
+
+def tenant_query(template: str, tenant: str) -> str:
+    """`template` with every `{tenant}` replaced by the tenant name, escaped as a PromQL string
+    (the template puts it inside double quotes, e.g. `{namespace="{tenant}"}`)."""
+    return template.replace("{tenant}", promql_string(tenant))
