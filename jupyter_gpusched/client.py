@@ -164,6 +164,19 @@ class Client:
         params = {"minutes": minutes, **({"tenant": tenant} if tenant else {})}
         return self._request("GET", "usage", params=params).json()
 
+    def me(self) -> dict[str, Any]:
+        """Who the scheduler takes this client for: name, admin, tenants."""
+        return self._request("GET", "me").json()
+
+    def scaling(self) -> dict[str, Any] | None:
+        """Recommended pool sizes from the forecast, or None where the server has none."""
+        try:
+            return self._request("GET", "scaling").json()
+        except GPUSchedError as exc:
+            if exc.status == 404 and exc.error == "not_found" and exc.field is None:
+                return None
+            raise
+
     def forecast(self, **params: Any) -> dict[str, Any] | None:
         """The server's demand forecast, or None where the server has no forecaster."""
         try:

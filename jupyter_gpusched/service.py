@@ -428,5 +428,8 @@ class Service:
             "allocated_gpus": allocated,
             "utilization": allocated / c.total_gpus if c.total_gpus else 0.0,
             "nodes": nodes,
-            "pools": [{"name": p.name, "spot": p.spot, "price_per_gpu_hour": p.price_per_gpu_hour} for p in c.pools.values()],
+            "pools": [
+                {"name": p.name, "spot": p.spot, "price_per_gpu_hour": p.price_per_gpu_hour, "gpu_type": p.gpu_type}
+                for p in c.pools.values()
+            ],
         }

@@ -137,9 +137,9 @@ def test_dashboard_runs_top_to_bottom_in_a_real_kernel(dash_server, monkeypatch)
     assert not errors, errors
     models = widget_models(nb)
     images = [m for m in models if m["model_name"] == "ImageModel"]
-    assert len(images) >= 6, "five dashboard plots and the forecast chart"
+    assert len(images) >= 7, "six dashboard plots and the forecast chart"
     pngs = [base64.b64decode(b["data"]) for m in images for b in m.get("buffers", []) if b["path"] == ["value"]]
-    assert len(pngs) >= 6 and all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert len(pngs) >= 7 and all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)  # what the dashboard drew, for people to look at
     for i, png in enumerate(pngs):
         (ARTIFACTS / f"panel-{i}.png").write_bytes(png)
@@ -211,7 +211,7 @@ def test_the_dashboard_loads_in_chromium_without_console_errors(dash_server):
             (ARTIFACTS / "voila-console.log").write_text("\n".join(console))
             browser.close()
     assert "GPU cluster" in text and "Traceback" not in text
-    assert plots >= 5, f"only {plots} plots drawn"
+    assert plots >= 6, f"only {plots} plots drawn"
     local = [u for u in failed if "127.0.0.1" in u and "favicon" not in u]
     assert not local, local
     offline = "net::ERR_NAME_NOT_RESOLVED"  # the console's line for each failed CDN request

@@ -15,6 +15,7 @@ from ..core.health import HealthConfig
 from ..service import Service, ServiceConfig
 from ..store import default_url
 from .handlers import handlers
+from .scaling import parse_scaling
 
 
 class GPUSched(ExtensionApp):
@@ -41,6 +42,15 @@ class GPUSched(ExtensionApp):
     )
     default_tenant = Unicode("default", config=True, help="Tenant of jobs that name none (and of users not in user_tenants).")
     user_tenants = Dict(config=True, help="{user name: tenant} for users whose jobs go to a tenant of their own.")
+    scaling = Dict(
+        config=True,
+        help=(
+            "Pool-size recommendations from the demand forecast (GET gpusched/api/scaling, and "
+            "gpusched_pool_recommended_nodes in /gpusched/metrics): {'lead_minutes': 30, 'cooldown_minutes': 60, "
+            "'headroom': 0.0, 'spot_share': 0.0, 'pools': {name: {'min_nodes', 'max_nodes', 'gpus_per_node'}}}. "
+            "See docs/forecasting.md."
+        ),
+    )
     pools = Dict(
         config=True,
         help="Pool terms: {name: {'spot': bool, 'price_per_gpu_hour': float, 'gpu_type': str}}. The local backend's pool is 'local'.",
@@ -286,6 +296,7 @@ class GPUSched(ExtensionApp):
             gpusched_prometheus_url=self.prometheus_url,
             gpusched_prometheus_query=self.prometheus_query,
             gpusched_prometheus_tenant_query=self.prometheus_tenant_query,
+            gpusched_scaling=parse_scaling(self.scaling),
         )
         self.log.info(
             "jupyter-gpusched: %s policy, %s backend, %d GPUs, store %s",

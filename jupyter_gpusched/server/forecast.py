@@ -99,10 +99,25 @@ def build_response(series: fc.Series, horizon_steps: int, model: str) -> dict[st
     return rep
 
 
+def forecast_cache(settings: dict[str, Any]) -> ForecastCache:
+    return settings.setdefault("gpusched_forecast_cache", ForecastCache())
+
+
+async def store_forecast(settings: dict[str, Any], service, tenant: str | None, which: str, steps: int, model: str) -> dict[str, Any]:
+    """The forecast report of the service's own usage history (cached; fitted off the loop)."""
+    bucket = int(service.clock() // fc.DEFAULT_STEP_S)  # a forecast is good until the next bucket begins
+
+    def compute() -> dict[str, Any]:  # in a worker thread: the history read and the fit
+        usage = service.usage(HISTORY_DAYS * 24 * 60, tenant)
+        return build_response(history_series(usage, which), steps, model)
+
+    return await forecast_cache(settings).get((tenant, which, steps, model), bucket, compute)
+
+
 class ForecastHandler(GPUSchedHandler):
     @property
     def cache(self) -> ForecastCache:
-        return self.settings.setdefault("gpusched_forecast_cache", ForecastCache())
+        return forecast_cache(self.settings)
 
     @web.authenticated
     @authorized
@@ -138,14 +153,11 @@ class ForecastHandler(GPUSchedHandler):
                 if series.observed == 0:
                     report["note"] += f"; Prometheus returned no samples for {query!r} in the last {HISTORY_DAYS} days"
                 return report
+
+            report = await self.cache.get((tenant, which, steps, model), bucket, compute)
         else:
             source = "store"
-
-            def compute() -> dict[str, Any]:  # in a worker thread: the history read and the fit
-                usage = service.usage(HISTORY_DAYS * 24 * 60, tenant)
-                return build_response(history_series(usage, which), steps, model)
-
-        report = await self.cache.get((tenant, which, steps, model), bucket, compute)
+            report = await store_forecast(self.settings, service, tenant, which, steps, model)
         self.finish(dict(report, series=which, source=source, tenant=tenant, horizon_minutes=horizon))
 
     def _prometheus_query(self, tenant: str | None) -> tuple[str, str]:

@@ -387,7 +387,14 @@ class MetricsHandler(GPUSchedHandler):
     @api_errors
     async def get(self):
         self.require_admin("/gpusched/metrics")
-        self.finish(render_metrics(self.service), set_content_type="text/plain; version=0.0.4; charset=utf-8")
+        from .scaling import recommendation, render_scaling_metrics  # here: scaling imports this module
+
+        text = render_metrics(self.service)
+        try:
+            text += render_scaling_metrics(await recommendation(self.settings, self.service))
+        except Exception:  # a failed forecast must not cost the scraper every other metric
+            self.log.exception("gpusched: no pool-size recommendation for /gpusched/metrics")
+        self.finish(text, set_content_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 class NotFoundHandler(GPUSchedHandler):
@@ -399,7 +406,8 @@ class NotFoundHandler(GPUSchedHandler):
 
 
 def handlers(base_url: str) -> list[tuple[str, type]]:
-    from .forecast import ForecastHandler  # here, not at the top: it subclasses GPUSchedHandler
+    from .forecast import ForecastHandler  # here, not at the top: these subclass GPUSchedHandler
+    from .scaling import ScalingHandler
 
     api = url_path_join(base_url, "gpusched", "api")
     job = r"/jobs/(?P<job_id>[A-Za-z0-9_.\-]+)"
@@ -414,6 +422,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + "/usage", UsageHandler),
         (api + "/me", MeHandler),
         (api + "/forecast", ForecastHandler),
+        (api + "/scaling", ScalingHandler),
         (url_path_join(base_url, "gpusched", "metrics"), MetricsHandler),
         (api + "(/.*)?", NotFoundHandler),
     ]

@@ -1,0 +1,185 @@
+"""`GET <base_url>/gpusched/api/scaling`: how many nodes each pool should have, from the forecast.
+
+The live face of `core.scaling`, the rule the simulator evaluates (benchmarks/scaling_eval.py):
+the GPUs wanted are the largest upper edge of the demand forecast over the next
+`lead_minutes` (or the demand seen now, if larger), plus `headroom`; a `spot_share` of them
+goes to spot pools; each pool gets whole nodes within its min/max; a pool grows at once
+and shrinks only after `cooldown_minutes` since its last change.
+
+The scheduler cannot buy nodes (a cluster autoscaler, Karpenter or a cloud API does), so it
+recommends: per pool, the nodes it has and the nodes it should have, and why. The same
+figures are in /gpusched/metrics (`gpusched_pool_recommended_nodes`) for whatever acts on
+them. Configured by `c.GPUSched.scaling` (see `parse_scaling`); on by default with no
+headroom, no spot share and no node limits.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from ..core import forecast as fc
+from ..core.scaling import ElasticScaler, PoolSizing, ScalingConfig, target_gpus
+from .forecast import store_forecast
+from .handlers import GPUSchedHandler, api_errors, iso
+from .metrics import _esc
+
+SCALING_KEYS = {"lead_minutes", "cooldown_minutes", "headroom", "spot_share", "pools"}
+POOL_KEYS = {"min_nodes", "max_nodes", "gpus_per_node"}
+
+
+@dataclass
+class ScalingSettings:
+    config: ScalingConfig = field(default_factory=ScalingConfig)
+    pools: dict[str, dict[str, int | None]] = field(default_factory=dict)  # per-pool limits
+
+
+def parse_scaling(raw: dict[str, Any]) -> ScalingSettings:
+    """`c.GPUSched.scaling`, checked: {"lead_minutes": 30, "cooldown_minutes": 60,
+    "headroom": 0.1, "spot_share": 0.3, "pools": {name: {"min_nodes", "max_nodes",
+    "gpus_per_node"}}}. Raises ValueError saying what is wrong."""
+    unknown = set(raw) - SCALING_KEYS
+    if unknown:
+        raise ValueError(f"c.GPUSched.scaling: unknown keys {sorted(unknown)}; use {sorted(SCALING_KEYS)}")
+
+    def number(key: str, default: float) -> float:
+        v = raw.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"c.GPUSched.scaling[{key!r}] must be a number, not {v!r}")
+        return float(v)
+
+    try:
+        config = ScalingConfig(
+            lead_s=number("lead_minutes", 30) * 60,
+            cooldown_s=number("cooldown_minutes", 60) * 60,
+            headroom=number("headroom", 0.0),
+            spot_share=number("spot_share", 0.0),
+        )
+    except ValueError as exc:
+        raise ValueError(f"c.GPUSched.scaling: {exc}") from None
+    pools: dict[str, dict[str, int | None]] = {}
+    for name, terms in (raw.get("pools") or {}).items():
+        if not isinstance(terms, dict) or set(terms) - POOL_KEYS:
+            raise ValueError(f"c.GPUSched.scaling['pools'][{name!r}] must be a dict with keys among {sorted(POOL_KEYS)}")
+        limits: dict[str, int | None] = {}
+        for key in POOL_KEYS:
+            v = terms.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise ValueError(f"c.GPUSched.scaling['pools'][{name!r}][{key!r}] must be a whole number >= 0, not {v!r}")
+            limits[key] = v
+        if limits["max_nodes"] is not None and (limits["min_nodes"] or 0) > limits["max_nodes"]:
+            raise ValueError(f"c.GPUSched.scaling['pools'][{name!r}]: min_nodes is above max_nodes")
+        pools[name] = limits
+    return ScalingSettings(config, pools)
+
+
+class Advisor:
+    """The scaler's memory between requests (what it last recommended per pool, and when)."""
+
+    def __init__(self, settings: ScalingSettings):
+        self.settings = settings
+        self.scaler: ElasticScaler | None = None
+        self.reasons: dict[str, str] = {}
+        self.last: dict[str, Any] | None = None  # the latest recommendation, for the metrics
+
+    def sizing(self, service) -> list[PoolSizing]:
+        """Pools as the scheduler sees them now, with the configured limits."""
+        c = service.scheduler.cluster
+        out = []
+        for name, pool in sorted(c.pools.items()):
+            limits = self.settings.pools.get(name, {})
+            per_node = limits.get("gpus_per_node") or max((c.capacity(n) for n in c.nodes_in(name)), default=0)
+            if per_node < 1:
+                continue  # no node to learn its size from, and none configured
+            out.append(
+                PoolSizing(name, per_node, limits.get("min_nodes") or 0, limits.get("max_nodes"), spot=pool.spot)
+            )
+        return out
+
+    def recommend(self, service, report: dict[str, Any], now: float) -> dict[str, Any]:
+        pools = self.sizing(service)
+        cfg = self.settings.config
+        if self.scaler is None or [p.name for p in self.scaler.pools] != [p.name for p in pools]:
+            self.scaler = ElasticScaler(pools, cfg)  # pools appeared or went: start afresh
+        else:
+            self.scaler.pools = pools
+        s = service.scheduler
+        demand = sum(j.gpus for j in s.queue) + sum(j.gpus for j in s.active.values())
+        times = [datetime.fromisoformat(t).timestamp() for t in report["times"]]
+        forecast_peak = target_gpus(now, times, report["upper"], cfg.lead_s)
+        current = {p.name: len(s.cluster.nodes_in(p.name)) for p in pools}
+        for d in self.scaler.decide(now, times, report["upper"], current, demand_now=demand):
+            self.reasons[d.pool] = d.reason
+        rows = []
+        for p in pools:
+            want = self.scaler.asked.get(p.name, current[p.name])
+            rows.append(
+                {
+                    "name": p.name,
+                    "spot": p.spot,
+                    "gpus_per_node": p.gpus_per_node,
+                    "nodes": current[p.name],
+                    "recommended_nodes": want,
+                    "min_nodes": p.min_nodes,
+                    "max_nodes": p.max_nodes,
+                    "reason": self.reasons.get(p.name, "") if want != current[p.name] else "",
+                }
+            )
+        self.last = {
+            "lead_minutes": cfg.lead_s / 60,
+            "cooldown_minutes": cfg.cooldown_s / 60,
+            "headroom": cfg.headroom,
+            "spot_share": cfg.spot_share,
+            "demand_gpus": demand,
+            "forecast_peak_gpus": round(forecast_peak, 3),
+            "wanted_gpus": round(max(forecast_peak, demand) * (1 + cfg.headroom), 3),
+            "forecast": {"model": report.get("model"), "note": report.get("note", ""), "band_scale": report.get("band_scale")},
+            "pools": rows,
+            "decided_at": iso(now),
+        }
+        return self.last
+
+
+def advisor(settings: dict[str, Any]) -> Advisor:
+    return settings.setdefault("gpusched_scaling_advisor", Advisor(settings.get("gpusched_scaling") or ScalingSettings()))
+
+
+async def recommendation(settings: dict[str, Any], service) -> dict[str, Any]:
+    """The recommendation now (the forecast is cached per 10-minute bucket, fitted off the loop)."""
+    adv = advisor(settings)
+    steps = max(1, math.ceil(adv.settings.config.lead_s / fc.DEFAULT_STEP_S)) + 1  # the bucket under way, too
+    report = await store_forecast(settings, service, None, "requested", steps, "auto")
+    return adv.recommend(service, report, service.clock())
+
+
+class ScalingHandler(GPUSchedHandler):
+    @web.authenticated
+    @authorized
+    @api_errors
+    async def get(self):
+        """Recommended pool sizes from the demand forecast (GPUs queued + running, all tenants)."""
+        self.finish(await recommendation(self.settings, self.service))
+
+
+def render_scaling_metrics(rec: dict[str, Any]) -> str:
+    """A recommendation in the Prometheus text format."""
+    pools = rec["pools"]
+    lines = [
+        "# HELP gpusched_pool_nodes Nodes in each pool now.",
+        "# TYPE gpusched_pool_nodes gauge",
+        *(f'gpusched_pool_nodes{{pool="{_esc(p["name"])}"}} {p["nodes"]}' for p in pools),
+        "# HELP gpusched_pool_recommended_nodes Nodes each pool should have (forecast upper edge over the lead time).",
+        "# TYPE gpusched_pool_recommended_nodes gauge",
+        *(f'gpusched_pool_recommended_nodes{{pool="{_esc(p["name"])}"}} {p["recommended_nodes"]}' for p in pools),
+        "# HELP gpusched_demand_forecast_peak_gpus Largest forecast upper edge over the lead time.",
+        "# TYPE gpusched_demand_forecast_peak_gpus gauge",
+        f"gpusched_demand_forecast_peak_gpus {rec['forecast_peak_gpus']}",
+    ]
+    return "\n".join(lines) + "\n"
+
+

@@ -1,0 +1,89 @@
+"""GET /gpusched/api/scaling on a real Jupyter server: pool-size recommendations from the
+demand seen now and from the forecast of real history, the cool-down, the limits, the
+same figures in /gpusched/metrics, and clear errors for a bad `c.GPUSched.scaling`."""
+
+from __future__ import annotations
+
+import pytest
+from test_forecast_api import seed
+from test_openapi import check
+
+from jupyter_gpusched.server.scaling import parse_scaling
+
+from conftest import make_notebook
+
+pytestmark = pytest.mark.timeout(120)
+
+PATH = "/gpusched/api/scaling"
+
+
+@pytest.fixture
+def gpusched_config():
+    # the local backend: one node of 2 GPUs in pool "local"
+    return {
+        "scaling": {"lead_minutes": 30, "cooldown_minutes": 60, "pools": {"local": {"min_nodes": 1, "max_nodes": 4}}},
+        "pools": {"local": {"gpu_type": "virtual"}},
+    }
+
+
+@pytest.fixture
+def service(jp_serverapp):
+    return jp_serverapp.web_app.settings["gpusched_service"]
+
+
+async def test_demand_now_sizes_the_pool_and_it_does_not_shrink_within_the_cool_down(api, jp_fetch, jp_root_dir):
+    code, rec = await api("GET", "scaling")
+    assert code == 200, rec
+    check(PATH, "GET", 200, rec)
+    (pool,) = rec["pools"]
+    assert pool["name"] == "local" and pool["nodes"] == 1 and pool["gpus_per_node"] == 2
+    assert pool["recommended_nodes"] == 1 and pool["reason"] == ""  # nothing asked for: the minimum
+    code, cluster = await api("GET", "cluster")
+    assert cluster["pools"] == [{"name": "local", "spot": False, "price_per_gpu_hour": 0.0, "gpu_type": "virtual"}]
+
+    make_notebook(jp_root_dir / "hold.ipynb", "import time; time.sleep(60)")
+    ids = []
+    for _ in range(3):  # 6 GPUs wanted on a 2-GPU pool
+        code, job = await api("POST", "jobs", {"notebook": "hold.ipynb", "gpus": 2})
+        assert code == 201, job
+        ids.append(job["id"])
+    code, rec = await api("GET", "scaling")
+    assert rec["demand_gpus"] == 6 and rec["wanted_gpus"] >= 6
+    (pool,) = rec["pools"]
+    assert pool["recommended_nodes"] == 3 and "6 GPUs wanted" in pool["reason"], pool
+
+    metrics = (await jp_fetch("gpusched", "metrics")).body.decode()
+    assert 'gpusched_pool_recommended_nodes{pool="local"} 3' in metrics
+    assert 'gpusched_pool_nodes{pool="local"} 1' in metrics
+
+    for jid in ids:
+        assert (await api("DELETE", f"jobs/{jid}"))[0] == 200
+    code, rec = await api("GET", "scaling")
+    assert rec["demand_gpus"] == 0
+    assert rec["pools"][0]["recommended_nodes"] == 3  # the cool-down: capacity leaves an hour after the last change
+
+
+async def test_the_forecast_of_real_history_asks_for_capacity_ahead(api, service):
+    seed(service, 8)  # a Helios VC asking for ~200 GPUs: far beyond this 2-GPU machine
+    code, rec = await api("GET", "scaling")
+    assert code == 200, rec
+    check(PATH, "GET", 200, rec)
+    assert rec["forecast"]["model"] == "prophet-ar"
+    assert rec["forecast_peak_gpus"] > 100 and rec["demand_gpus"] == 0
+    (pool,) = rec["pools"]
+    assert pool["recommended_nodes"] == 4 == pool["max_nodes"]  # capped by the pool's limit
+    assert "forecast" in pool["reason"]
+
+
+def test_bad_scaling_config_says_what_is_wrong():
+    assert parse_scaling({}).config.lead_s == 1800
+    for raw, words in [
+        ({"lead": 30}, "unknown keys"),
+        ({"headroom": "lots"}, "must be a number"),
+        ({"spot_share": 2}, "spot_share"),
+        ({"pools": {"a100": {"max_nodes": -1}}}, "whole number"),
+        ({"pools": {"a100": {"max": 3}}}, "keys among"),
+        ({"pools": {"a100": {"min_nodes": 3, "max_nodes": 1}}}, "min_nodes"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            parse_scaling(raw)
