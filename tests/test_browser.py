@@ -389,6 +389,9 @@ def test_submit_from_file_browser_context_menu_and_toolbar(page: Page, lab: Lab)
 def test_panel_screenshots_light_and_dark(page: Page, lab: Lab):
     open_panel(page)
     panel = page.locator(PANEL)
+    # GET me: the server's owner is its admin, and the form names their default tenant
+    expect(panel.locator(".jp-GPUSched-jobs h3")).to_have_text("All jobs")
+    expect(page.locator(f"{FORM}-tenant option").first).to_have_text("my default (default)")
     page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
     expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "true")
     page.wait_for_timeout(500)

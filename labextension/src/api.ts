@@ -8,17 +8,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import { toJSONText } from './params';
-import {
-  IApiErrorBody,
-  ICluster,
-  IJobDetail,
-  IJobEvent,
-  IJobFilter,
-  IJobList,
-  IJobSubmit,
-  ILogChunk,
-  IQueues
-} from './tokens';
+import { IApiErrorBody, ICluster, IJobDetail, IJobEvent, IJobFilter, IJobList, IJobSubmit, ILogChunk, IMe, IQueues } from './tokens';
 
 /** Path of the REST API below the server's base URL. */
 export const API_PATH = 'gpusched/api';
@@ -215,6 +205,10 @@ export class GPUSchedAPI {
 
   cluster(): Promise<ICluster> {
     return this.requestJSON<ICluster>(['cluster']);
+  }
+
+  me(): Promise<IMe> {
+    return this.requestJSON<IMe>(['me']);
   }
 }
 

@@ -7,7 +7,7 @@ import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { GPUSchedAPI } from './api';
-import { ICluster, IJob, IJobDetail, IQueues, JobState } from './tokens';
+import { ICluster, IJob, IJobDetail, IMe, IQueues, JobState } from './tokens';
 
 /** Tenants change rarely: refetch `queues` at most once a minute. */
 const QUEUES_MAX_AGE_MS = 60_000;
@@ -70,6 +70,11 @@ export class JobsModel implements IDisposable {
 
   get queues(): IQueues | null {
     return this._queues;
+  }
+
+  /** Who the server takes us for (null until known, or from a server without `GET me`). */
+  get me(): IMe | null {
+    return this._me;
   }
 
   /** Position and estimated start of queued jobs, by id. */
@@ -189,10 +194,12 @@ export class JobsModel implements IDisposable {
     }
     try {
       const queuesDue = Date.now() - this._queuesAt > QUEUES_MAX_AGE_MS;
-      const [list, cluster, queues, running, queued] = await Promise.all([
+      const [list, cluster, queues, me, running, queued] = await Promise.all([
         this.api.listJobs({ limit: this._pageSize }),
         this.api.cluster(),
         queuesDue ? this.api.queues() : Promise.resolve(this._queues),
+        // rarely changes: with the queues; an older server without it is not an error
+        queuesDue ? this.api.me().catch(() => null) : Promise.resolve(this._me),
         this._countMine('RUNNING'),
         this._countMine('QUEUED')
       ]);
@@ -225,6 +232,7 @@ export class JobsModel implements IDisposable {
       this._total = list.total;
       this._cluster = cluster;
       this._queues = queues;
+      this._me = me;
       this._details = details;
       this._states = states;
       this._mine = { running, queued };
@@ -264,6 +272,7 @@ export class JobsModel implements IDisposable {
   private _total = 0;
   private _cluster: ICluster | null = null;
   private _queues: IQueues | null = null;
+  private _me: IMe | null = null;
   private _details = new Map<string, IJobDetail>();
   private _states = new Map<string, JobState>();
   private _mine = { running: 0, queued: 0 };

@@ -61,6 +61,16 @@ export interface IJob {
   message: string;
 }
 
+/** `GET gpusched/api/me`: who the scheduler takes the caller for. */
+export interface IMe {
+  name: string;
+  /** Sees every job, the metrics and the admin dashboard. */
+  admin: boolean;
+  /** Tenants the caller may submit to (under JupyterHub, those of their groups). */
+  tenants: string[];
+  default_tenant: string;
+}
+
 /** One job as returned by `GET gpusched/api/jobs/{id}` and `POST jobs`. */
 export interface IJobDetail extends IJob {
   parameters: Record<string, unknown>;

@@ -110,6 +110,21 @@ describe('JobsModel', () => {
     expect(model.cluster?.free_gpus).toBe(4);
   });
 
+  it('learns who I am with the queues, and copes with a server that cannot say', async () => {
+    server.routes['GET me'] = () => json({ name: 'alice', admin: false, tenants: ['vision'], default_tenant: 'vision' });
+    await model.refresh();
+    expect(model.me).toEqual({ name: 'alice', admin: false, tenants: ['vision'], default_tenant: 'vision' });
+    await model.refresh();
+    expect(server.calls('me')).toHaveLength(1); // not on every poll
+
+    const older = new JobsModel({ api: new GPUSchedAPI(server.settings), refreshInterval: 0.1 });
+    delete server.routes['GET me']; // a server from before `GET me`: 404
+    await older.refresh();
+    expect(older.me).toBeNull();
+    expect(older.error).toBeNull();
+    older.dispose();
+  });
+
   it('asks for the queues at most once a minute', async () => {
     await model.refresh();
     await model.refresh();

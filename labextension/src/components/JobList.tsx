@@ -46,7 +46,7 @@ export function JobList(props: IJobListProps): JSX.Element {
         return (
           <section className="jp-GPUSched-jobs" aria-label="GPU jobs">
             <div className="jp-GPUSched-sectionHeader">
-              <h3>Jobs</h3>
+              <h3>{model.me ? (model.me.admin ? 'All jobs' : 'My jobs') : 'Jobs'}</h3>
               <span className="jp-GPUSched-hint">
                 {model.loaded
                   ? model.total > jobs.length

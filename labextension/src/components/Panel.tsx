@@ -58,6 +58,7 @@ export class GPUSchedPanel extends ReactWidget {
             <SubmitForm
               form={form}
               queues={model.queues}
+              me={model.me}
               cluster={model.cluster}
               onSubmit={onSubmit}
               onNotebookChange={onNotebookChange}

@@ -3,12 +3,14 @@ import * as React from 'react';
 
 import { SubmitFormModel } from '../form';
 import { IParameterRow } from '../params';
-import { ICluster, IQueues, PRIORITIES, Priority } from '../tokens';
+import { ICluster, IMe, IQueues, PRIORITIES, Priority } from '../tokens';
 
 export interface ISubmitFormProps {
   form: SubmitFormModel;
-  /** Tenants to choose from (keys of `GET queues`). */
+  /** Tenants to choose from (keys of `GET queues`) where `me` does not say. */
   queues: IQueues | null;
+  /** The tenants this user may submit to, and their default. */
+  me?: IMe | null;
   cluster: ICluster | null;
   onSubmit: () => void;
   /** The user typed another notebook path (on leaving the field): load its parameters. */
@@ -56,7 +58,9 @@ function SubmitFormBody(props: ISubmitFormProps): JSX.Element {
   const { form } = props;
   const v = form.values;
   const errors = form.errors;
-  const tenants = Object.keys(props.queues?.queues ?? {}).sort();
+  // only the tenants the server will accept from this user (JupyterHub: their groups')
+  const tenants = props.me ? [...props.me.tenants].sort() : Object.keys(props.queues?.queues ?? {}).sort();
+  const defaultLabel = props.me ? `my default (${props.me.default_tenant})` : 'my default';
   const types = gpuTypes(props.cluster);
   const free = props.cluster ? `${props.cluster.free_gpus} of ${props.cluster.total_gpus} free` : null;
 
@@ -173,7 +177,7 @@ function SubmitFormBody(props: ISubmitFormProps): JSX.Element {
           onChange={e => form.update({ tenant: e.target.value })}
           {...describedBy(`${ID}-tenant-error`, errors.tenant)}
         >
-          <option value="">my default</option>
+          <option value="">{defaultLabel}</option>
           {tenants.map(t => (
             <option key={t} value={t}>
               {t}
