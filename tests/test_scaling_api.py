@@ -87,3 +87,13 @@ def test_bad_scaling_config_says_what_is_wrong():
     ]:
         with pytest.raises(ValueError, match=words):
             parse_scaling(raw)
+
+
+@pytest.mark.parametrize("gpusched_config", [{}])
+async def test_a_fixed_machine_is_never_recommended_to_shrink(api):
+    """The local backend's machine cannot be given back: with no limits configured, its pool's
+    floor is the nodes it has."""
+    code, rec = await api("GET", "scaling")
+    assert code == 200, rec
+    (pool,) = rec["pools"]
+    assert pool["min_nodes"] == pool["nodes"] == 1 and pool["recommended_nodes"] == 1 and pool["reason"] == ""

@@ -80,6 +80,9 @@ class Backend(ABC):
     (`kill` and `close` may wait a few seconds for processes to die)."""
 
     name: str  # "local", "kubernetes": shown in the API and logs
+    # Nodes can come and go (a cluster an autoscaler sizes); False: a fixed machine, which the
+    # pool-size recommendation never proposes to shrink.
+    elastic: bool = True
 
     @abstractmethod
     def inventory(self) -> list[NodeSpec]:

@@ -297,6 +297,7 @@ class LocalBackend(Backend):
     """Runs each job as a papermill runner process on this machine."""
 
     name = "local"
+    elastic = False  # this machine: it can be outgrown, not shrunk
     kill_grace: float = 3.0  # seconds between SIGTERM and SIGKILL
     runner_max_runtime_slack: float = 10.0  # the runner kills itself this long past max_runtime
     # (a safety net for when no server is polling; the backend normally acts first)

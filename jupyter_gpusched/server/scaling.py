@@ -90,15 +90,17 @@ class Advisor:
     def sizing(self, service) -> list[PoolSizing]:
         """Pools as the scheduler sees them now, with the configured limits."""
         c = service.scheduler.cluster
+        elastic = getattr(service.backend, "elastic", True)
         out = []
         for name, pool in sorted(c.pools.items()):
             limits = self.settings.pools.get(name, {})
             per_node = limits.get("gpus_per_node") or max((c.capacity(n) for n in c.nodes_in(name)), default=0)
             if per_node < 1:
                 continue  # no node to learn its size from, and none configured
-            out.append(
-                PoolSizing(name, per_node, limits.get("min_nodes") or 0, limits.get("max_nodes"), spot=pool.spot)
-            )
+            floor = limits.get("min_nodes")
+            if floor is None:  # a fixed machine's nodes stay; a cluster's pool may empty
+                floor = 0 if elastic else len(c.nodes_in(name))
+            out.append(PoolSizing(name, per_node, floor, limits.get("max_nodes"), spot=pool.spot))
         return out
 
     def recommend(self, service, report: dict[str, Any], now: float) -> dict[str, Any]:
