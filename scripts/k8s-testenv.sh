@@ -140,7 +140,8 @@ cmd_build() {
 # --- cluster lifecycle ------------------------------------------------------------------------------------------
 # The cluster is run as plain processes (no kwokctl): etcd, kube-apiserver, kube-controller-manager (the Job
 # controller, PodGC, node lifecycle), kube-scheduler and kwok (fake kubelets for nodes annotated
-# kwok.x-k8s.io/node=fake). Each has a pid file and a log in DIR; the API server can be stopped and started
+# kwok.x-k8s.io/node=fake, which also serves their kubelet API: `kubectl logs` of any pod reads the CRI-format
+# file DIR/pod-logs/container.log, see deploy/kwok/logs.yaml). Each has a pid file and a log in DIR; the API server can be stopped and started
 # alone (`apiserver-stop` / `apiserver-start`) to test outages. Clients authenticate with an admin client
 # certificate (group system:masters) from DIR/kubeconfig.
 
@@ -250,7 +251,26 @@ start_apiserver() {
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range=10.96.0.0/12 --authorization-mode=RBAC --allow-privileged=true \
     --enable-priority-and-fairness=false --max-requests-inflight=0 --max-mutating-requests-inflight=0 \
-    --endpoint-reconciler-type=none --watch-cache=true --v=0
+    --endpoint-reconciler-type=none --watch-cache=true \
+    --kubelet-preferred-address-types=InternalIP --kubelet-certificate-authority="$dir/pki/ca.crt" \
+    --kubelet-client-certificate="$dir/pki/admin.crt" --kubelet-client-key="$dir/pki/admin.key" --v=0
+}
+
+# The container log kwok serves for every pod (deploy/kwok/logs.yaml): CRI format, seeded with papermill-like
+# lines timed at cluster start. Tests append to it.
+seed_pod_log() {
+  local f="$1/pod-logs/container.log" now
+  mkdir -p "$1/pod-logs"
+  now=$(date -u +%Y-%m-%dT%H:%M:%S)
+  {
+    echo "$now.000000001Z stderr F Input Notebook:  /gpusched/input/notebook.ipynb"
+    echo "$now.000000002Z stderr F Output Notebook: /gpusched/output/output.ipynb"
+    echo "$now.000000003Z stderr F Executing notebook with kernel: python3"
+    echo "$now.000000004Z stderr F Executing Cell 1---------------------------------------"
+    echo "$now.000000005Z stdout F simulated"
+    echo "$now.000000006Z stderr F Ending Cell 1------------------------------------------"
+  } > "$f"
+  sed "s|POD_LOG_FILE|$f|" "$REPO/deploy/kwok/logs.yaml" > "$1/kwok-logs.yaml"
 }
 
 cmd_start() {
@@ -273,6 +293,7 @@ cmd_start() {
 ETCD_PORT=$etcd_port
 APISERVER_PORT=$api_port
 KUBECONFIG=$dir/kubeconfig
+POD_LOG=$dir/pod-logs/container.log
 ENV
   write_kubeconfig "$dir" "$api_port"
 
@@ -295,10 +316,15 @@ ENV
     --authentication-kubeconfig="$dir/kubeconfig" --authorization-kubeconfig="$dir/kubeconfig" \
     --leader-elect=false --bind-address=127.0.0.1 --secure-port="$sched_port" \
     --kube-api-qps=5000 --kube-api-burst=10000 --v=0
+  # kwok is also the nodes' kubelet API (logs): HTTPS on 127.0.0.1:$kwok_port, which every fake node advertises as
+  # its InternalIP and kubeletEndpoint port; it serves with the API server's certificate (SAN 127.0.0.1).
+  seed_pod_log "$dir"
   launch kwok "$dir" "$BIN/kwok" --kubeconfig="$dir/kubeconfig" --config="$REPO/deploy/kwok/stages.yaml" \
+    --config="$dir/kwok-logs.yaml" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-    --node-ip=10.0.0.1 --cidr=10.0.0.1/16 --node-lease-duration-seconds=40 \
-    --server-address="127.0.0.1:$kwok_port"
+    --node-ip=127.0.0.1 --node-port="$kwok_port" --cidr=10.0.0.1/16 --node-lease-duration-seconds=40 \
+    --server-address="127.0.0.1:$kwok_port" \
+    --tls-cert-file="$dir/pki/apiserver.crt" --tls-private-key-file="$dir/pki/apiserver.key"
   # Pods need the namespace's default ServiceAccount, which the controller manager creates.
   wait_for 120 "the default ServiceAccount" api "$dir" /api/v1/namespaces/default/serviceaccounts/default \
     || { tail -20 "$dir/logs/kube-controller-manager.log" >&2; cmd_stop "$dir"; exit 1; }

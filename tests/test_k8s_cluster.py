@@ -34,6 +34,7 @@ from jupyter_gpusched.backends.kubernetes import (
     _Watcher,
     build_manifests,
     fake_gpu_node,
+    split_log_lines,
 )
 from jupyter_gpusched.core import JobSpec, JobState, Pool, SpecError, Tenant
 from jupyter_gpusched.service import Service, ServiceConfig
@@ -508,6 +509,104 @@ def test_failures_and_max_runtime_come_back_with_their_reasons(cluster, tmp_path
     assert slow.state is JobState.FAILED and slow.reason == "max_runtime exceeded (2 s)"
     log = (Path(service.info[crash.id]["job_dir"]) / "log.txt").read_text()
     assert "admitted to" in log and "the Job failed" in log
+    cleanup(service, cluster, ns)
+
+
+def append_pod_log(cluster: TestCluster, *texts: str) -> None:
+    """Make every pod "print" these lines: kwok serves this CRI-format file as each container's log."""
+    with open(cluster.dir / "pod-logs" / "container.log", "a", encoding="utf-8") as f:
+        for text in texts:
+            ns = time.time_ns()
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
+            f.write(f"{stamp} stdout F {text}\n")
+
+
+def pod_log_texts(cluster: TestCluster) -> list[str]:
+    return [line.split(" ", 3)[3] for line in (cluster.dir / "pod-logs" / "container.log").read_text().splitlines()]
+
+
+def test_log_fetches_resume_after_the_last_line_copied():  # (no cluster needed)
+    log = (b"2026-12-03T01:40:26.000000001Z a\n2026-12-03T01:40:26.1Z b\n2026-12-03T01:40:26.1Z b\n"
+           b"2026-12-03T01:40:27Z c\n")
+    lines, since, n, sec = split_log_lines(log, -1, 0, False)
+    assert lines == [b"a", b"b", b"b", b"c"] and n == 1 and sec == len(b"2026-12-03T01:40:27Z c\n")
+    assert split_log_lines(log, since, n, False, sec)[0] == []  # the same fetch again: nothing new
+    # A fetch cut by limitBytes leaves its unfinished line for the next one; equal timestamps are counted.
+    lines, since, n, sec = split_log_lines(log[:70], -1, 0, True)
+    assert lines == [b"a", b"b"] and n == 1
+    assert split_log_lines(log + b"2026-12-03T01:40:27Z d\n", since, n, False, sec)[0] == [b"b", b"c", b"d"]
+    # One line longer than the limit is kept, cut, rather than fetched for ever.
+    assert split_log_lines(log[:20], -1, 0, True)[0] == [b"2026-12-03T01:40:26."]
+
+
+def test_pod_logs_are_copied_into_the_job_log_once_each(cluster, tmp_path):
+    ns = cluster.namespace("podlogs")
+    # A small limitBytes, so the copy has to page through the log in several fetches.
+    service = make_service(tmp_path, cluster, ns, log_interval=0.5, log_limit_bytes=1024)
+    job = service.submit(notebook="sim.ipynb", owner="u", gpus=1, parameters={"sim_duration": 8})
+    run_until(service, lambda: job.state is JobState.RUNNING, timeout=30, what="running")
+    path = service.log_file(job.id)
+    seeded = pod_log_texts(cluster)
+    run_until(service, lambda: path.is_file() and seeded[-1] in path.read_text(), timeout=15, what="the pod's first lines")
+    # The panel follows the log with GET .../log?offset=N; read it the way that handler does, while lines arrive.
+    followed, offset = b"", 0
+
+    def follow() -> None:
+        nonlocal followed, offset
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+        followed += data
+        offset += len(data)
+
+    live = []
+    for i in range(6):  # 60 lines of ~70 bytes, 10 at a time, many within one second
+        batch = [f"step {i * 10 + k:03d}: loss={1 / (i * 10 + k + 1):.6f} " + "x" * 30 for k in range(10)]
+        append_pod_log(cluster, *batch)
+        live += batch
+        run_until(service, lambda t_end=time.monotonic() + 0.4: time.monotonic() > t_end, timeout=5)
+        follow()
+    run_until(service, lambda: job.state.terminal, timeout=60, what="job finishes")
+    assert job.state is JobState.SUCCEEDED
+    run_until(service, lambda: live[-1] in path.read_text(), timeout=15, what="the last lines")
+    time.sleep(1.5)  # the final fetch and any late one: nothing more may arrive
+    service.tick()
+    follow()
+    text = path.read_text()
+    assert followed.decode() == text
+    lines = text.splitlines()
+    expected = seeded + live
+    for t in expected:
+        assert lines.count(t) == 1, (t, lines.count(t))
+    assert [x for x in lines if x in expected] == expected  # in the pod's order
+    headers = [x for x in lines if "----- attempt" in x]
+    assert len(headers) == 1 and "attempt 1: log of pod gpusched-" in headers[0]
+    assert lines.index(headers[0]) < lines.index(expected[0])
+    assert "admitted to" in text and "the Job completed" in text
+
+    # A requeued job: its second pod's log follows a separator naming attempt 2.
+    job2 = service.submit(notebook="sim.ipynb", owner="u", gpus=2, parameters={"sim_duration": 5})
+    run_until(service, lambda: job2.state is JobState.RUNNING, timeout=30, what="job 2 running")
+    path2 = service.log_file(job2.id)
+    everything = pod_log_texts(cluster)
+    run_until(service, lambda: path2.is_file() and everything[-1] in path2.read_text(), timeout=15, what="job 2's lines")
+    (pod,) = [p for p in cluster.pods(ns) if p["status"].get("phase") == "Running"
+              and p["metadata"]["annotations"][A_JOB_ID] == job2.id]
+    name = pod["metadata"]["name"]
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
+    cluster.api.request("POST", f"/api/v1/namespaces/{ns}/pods/{name}/eviction", body=eviction)
+    run_until(service, lambda: job2.state.terminal, timeout=60, what="requeued job finishes")
+    assert job2.state is JobState.SUCCEEDED
+    run_until(service, lambda: any(everything[-1] in part for part in path2.read_text().split("----- attempt 2")[1:]),
+              timeout=15, what="the second pod's lines")
+    time.sleep(1.5)
+    lines = path2.read_text().splitlines()
+    h1, h2 = [i for i, x in enumerate(lines) if "----- attempt" in x]
+    assert "attempt 1: log of pod" in lines[h1] and name in lines[h1]
+    assert "attempt 2: log of pod" in lines[h2] and name not in lines[h2]
+    for section in (lines[h1:h2], lines[h2:]):
+        assert [x for x in section if x in everything] == everything  # each line once per attempt, in order
+    assert any("evicted" in x for x in lines[h1:h2])
     cleanup(service, cluster, ns)
 
 

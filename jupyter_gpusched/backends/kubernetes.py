@@ -31,10 +31,18 @@ news the watchers found: started, succeeded/failed, `node_added` / `node_lost` (
 the inventory), `preempted` (the Job vanished while the service was down), `lost` (deleted behind our back).
 While the API server is unreachable the backend keeps the last state it saw, so running jobs keep their
 heartbeats and nothing is requeued just because the control plane blinked.
+
+Pod logs: one more thread copies each pod's container log (papermill's `--log-output`) into the job's log.txt,
+every `log_interval` seconds while the pod runs and once more when it ends: `GET .../pods/NAME/log` with
+`timestamps=true`, `sinceTime` (the second of the last line copied; lines up to the last one copied are
+skipped by their full timestamp, so nothing is written twice) and `limitBytes` (a fetch that hits the limit
+is followed at once by the next). A pod whose log cannot be read (container not started, pod gone, API
+down) is simply tried later, with backoff; each new pod starts with a separator line naming its attempt.
 """
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import heapq
 import itertools
@@ -138,6 +146,10 @@ class KubernetesConfig:
     max_backoff: float = 5.0  # seconds; the longest wait between retries of one job's API calls
     sync_timeout: float = 10.0  # seconds the constructor waits for the first list of nodes
     dry_run_on_submit: bool = True  # check each submission with a server-side dry run (2 API calls)
+    copy_logs: bool = True  # copy each pod's container log into the job's log.txt (needs `pods/log` get)
+    log_interval: float = 5.0  # seconds between log fetches of a running pod (and once more when it ends)
+    log_limit_bytes: int = 256 * 1024  # limitBytes of one fetch
+    log_max_bytes: int = 64 * 1024 * 1024  # per pod: past this much, the copy stops with a note
 
     def namespace_for(self, tenant: str) -> str:
         return self.tenant_namespaces.get(tenant, self.namespace)
@@ -584,6 +596,84 @@ class _Tracked:
     reported_final: bool = False
 
 
+@dataclass
+class _PodLog:
+    """How far one pod's container log has been copied into its job's log.txt (the log thread's state)."""
+
+    job_id: str
+    namespace: str
+    name: str
+    container: str
+    attempt: str
+    created: str
+    started: bool = False  # a container has started: the kubelet has a log to give
+    final: bool = False  # the pod has ended or is going away: fetch until nothing is left, then done
+    done: bool = False
+    due: float = 0.0  # time.monotonic() of the next fetch
+    since_ns: int = -1  # timestamp (ns since the epoch) of the last line copied
+    at_since: int = 0  # lines copied that carry exactly that timestamp
+    sec_bytes: int = 0  # bytes (as fetched) of the lines copied within that timestamp's second
+    copied: int = 0  # bytes written
+    header: bool = False  # the separator line was written
+    failures: int = 0  # HTTP errors in a row (an unreachable API server is not counted)
+
+
+_LOG_TS = re.compile(rb"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$")
+
+
+def _log_timestamp(raw: bytes) -> int | None:
+    """An RFC 3339 timestamp (as `timestamps=true` prefixes log lines) in ns since the epoch, or None."""
+    m = _LOG_TS.match(raw)
+    if m is None:
+        return None
+    y, mo, d, h, mi, sec = (int(x) for x in m.groups()[:6])
+    try:
+        secs = calendar.timegm((y, mo, d, h, mi, sec, 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+    tz = m.group(8)
+    if tz != b"Z":
+        sign = 1 if tz[:1] == b"+" else -1
+        secs -= sign * (int(tz[1:3]) * 3600 + int(tz[4:6]) * 60)
+    return secs * 1_000_000_000 + int((m.group(7) or b"0").ljust(9, b"0"))
+
+
+def split_log_lines(
+    data: bytes, since_ns: int, at_since: int, truncated: bool, sec_bytes: int = 0
+) -> tuple[list[bytes], int, int, int]:
+    """The new lines of a `timestamps=true` log fetch (without their timestamps), and the new (since_ns,
+    at_since, sec_bytes): lines older than `since_ns`, and the first `at_since` lines stamped exactly
+    `since_ns`, were copied before; `sec_bytes` counts the bytes of the copied lines within since_ns's second
+    (what a fetch from that second sends again). With `truncated` (the fetch hit limitBytes) an unfinished
+    last line is left for the next fetch, unless it is the only line (then it is kept, cut)."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    elif truncated and len(lines) > 1:
+        lines.pop()
+    out: list[bytes] = []
+    skip = at_since
+    for line in lines:
+        stamp, _, text = line.partition(b" ")
+        ts = _log_timestamp(stamp)
+        if ts is None:  # not a timestamped line: keep it, as part of the last second seen
+            ts, text = max(since_ns, 0), line
+        if ts < since_ns:
+            continue
+        if ts == since_ns and skip > 0:
+            skip -= 1
+            continue
+        out.append(text)
+        if ts // 1_000_000_000 != since_ns // 1_000_000_000:
+            sec_bytes = 0
+        sec_bytes += len(line) + 1
+        if ts == since_ns:
+            at_since += 1
+        else:
+            since_ns, at_since, skip = ts, 1, 0
+    return out, since_ns, at_since, sec_bytes
+
+
 def _cond_true(obj: Mapping, ctype: str) -> Mapping | None:
     for c in (obj.get("status") or {}).get("conditions") or ():
         if c.get("type") == ctype and c.get("status") == "True":
@@ -656,6 +746,13 @@ class KubernetesBackend(Backend):
             threading.Thread(target=self._work_loop, name=f"gpusched-k8s-worker-{i}", daemon=True)
             for i in range(max(1, self.cfg.workers))
         ]
+        # Pod logs -> log.txt: pod uid -> progress (finished pods stay, done, until they leave the cache).
+        self._podlogs: dict[str, _PodLog] = {}
+        self._podlogs_active: set[str] = set()
+        self._logs_wake = threading.Condition(self._lock)
+        self._file_lock = threading.Lock()  # appends to log.txt (taken after self._lock, never before)
+        if self.cfg.copy_logs:
+            self._workers.append(threading.Thread(target=self._log_loop, name="gpusched-k8s-logs", daemon=True))
         self._started = False
         if start:
             self.start()
@@ -684,6 +781,7 @@ class KubernetesBackend(Backend):
         self._stopping.set()
         with self._lock:
             self._wake.notify_all()
+            self._logs_wake.notify_all()
         for w in self._watchers:
             w.interrupt()
         for t in self._watchers + self._workers:
@@ -861,10 +959,14 @@ class KubernetesBackend(Backend):
     def _note(self, t: _Tracked, line: str) -> None:
         if t.job_dir is None:
             return
+        self._append_log(t.job_dir, f"[gpusched {time.strftime('%Y-%m-%d %H:%M:%S')}] kubernetes: {line}\n".encode())
+
+    def _append_log(self, job_dir: Path, data: bytes) -> None:
         try:
-            t.job_dir.mkdir(parents=True, exist_ok=True)
-            with open(log_path(t.job_dir), "a", encoding="utf-8") as f:
-                f.write(f"[gpusched {time.strftime('%Y-%m-%d %H:%M:%S')}] kubernetes: {line}\n")
+            with self._file_lock:
+                job_dir.mkdir(parents=True, exist_ok=True)
+                with open(log_path(job_dir), "ab") as f:
+                    f.write(data)
         except OSError:
             pass
 
@@ -963,12 +1065,17 @@ class KubernetesBackend(Backend):
                     kept = {n: p for n, p in pods.items() if p["metadata"]["namespace"] != ns}
                     if len(kept) != len(pods):
                         touched.add(jid)
+                        for n, p in pods.items():
+                            if n not in kept and n not in fresh_pods.get(jid, {}):
+                                self._pod_log_seen(jid, p, gone=True)
                     if kept:
                         self._pods[jid] = kept
                     else:
                         del self._pods[jid]
                 for jid, pods in fresh_pods.items():
                     self._pods.setdefault(jid, {}).update(pods)
+                    for p in pods.values():
+                        self._pod_log_seen(jid, p)
                 for j in touched:
                     self._evaluate(j)
 
@@ -1002,6 +1109,7 @@ class KubernetesBackend(Backend):
                         del self._pods[jid]
                 else:
                     pods[obj["metadata"]["name"]] = obj
+                self._pod_log_seen(jid, obj, gone=etype == "DELETED")
                 self._evaluate(jid)
 
     def _evaluate(self, job_id: str, deleted: bool = False) -> None:
@@ -1127,6 +1235,157 @@ class KubernetesBackend(Backend):
             log.warning("reconcile: %s Job %s/%s of %s job %s", "deleting" if want == "delete" else "suspending", meta["namespace"], meta["name"], state.value if state else "unknown", job_id)
             self._tracked[job_id] = _Tracked(job_id, meta["name"], meta["namespace"], want)
             self._enqueue(job_id, 0.0)
+
+    # --- pod logs -> log.txt --------------------------------------------------------------------------------
+    def _pod_log_seen(self, job_id: str, pod: Mapping, gone: bool = False) -> None:
+        """Note what a pod event means for copying its log (lock held; watcher threads)."""
+        if not self.cfg.copy_logs:
+            return
+        meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+        key = meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}"
+        pl = self._podlogs.get(key)
+        if pl is None:
+            t = self._tracked.get(job_id)
+            if gone or t is None or t.job_dir is None:
+                return  # a job this service did not launch (adopted after a restart: its log.txt is not ours)
+            containers = (pod.get("spec") or {}).get("containers") or [{}]
+            pl = _PodLog(
+                job_id,
+                meta.get("namespace") or "",
+                meta.get("name") or "",
+                containers[0].get("name") or "",
+                (meta.get("annotations") or {}).get(A_ATTEMPT, "?"),
+                meta.get("creationTimestamp") or "",
+            )
+            self._podlogs[key] = pl
+            self._podlogs_active.add(key)
+        if pl.done:
+            if gone:
+                del self._podlogs[key]
+            return
+        states = [cs.get("state") or {} for cs in status.get("containerStatuses") or ()]
+        wake = False
+        if not pl.started and any("running" in st or "terminated" in st for st in states):
+            pl.started, pl.due, wake = True, 0.0, True
+        if not pl.final and (gone or meta.get("deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed")):
+            pl.final, pl.due, wake = True, 0.0, True
+        if pl.final and not pl.started and not pl.header:
+            self._podlog_done(key, pl)  # it never ran: there is no log to copy
+            return
+        if wake:
+            self._logs_wake.notify()
+
+    def _podlog_done(self, key: str, pl: _PodLog) -> None:
+        pl.done = True
+        self._podlogs_active.discard(key)
+
+    def _due_podlogs(self, now: float) -> tuple[list[tuple[str, _PodLog, Path, bool]], float]:
+        """The pods whose log is due now (the oldest unfinished pod of each job first, so one attempt's lines
+        are never mixed with the next one's), and when the next one is due (lock held)."""
+        first: dict[str, tuple[tuple[bool, str, str], str, _PodLog]] = {}
+        for key in self._podlogs_active:
+            pl = self._podlogs[key]
+            if not pl.started:
+                continue
+            order = (not pl.final, pl.created, pl.name)  # (a Job runs one pod at a time: an ended one is older)
+            cur = first.get(pl.job_id)
+            if cur is None or order < cur[0]:
+                first[pl.job_id] = (order, key, pl)
+        due, nxt = [], math.inf
+        for _, key, pl in first.values():
+            t = self._tracked.get(pl.job_id)
+            if t is None or t.job_dir is None:
+                self._podlog_done(key, pl)
+                continue
+            if pl.due <= now:
+                due.append((key, pl, t.job_dir, pl.final))
+            else:
+                nxt = min(nxt, pl.due)
+        return due, nxt
+
+    def _log_loop(self) -> None:
+        while not self._stopping.is_set():
+            with self._lock:
+                due, nxt = self._due_podlogs(time.monotonic())
+                if not due:
+                    self._logs_wake.wait(max(0.01, min(nxt - time.monotonic(), 1.0)))
+                    continue
+            for key, pl, job_dir, final in due:
+                if self._stopping.is_set():
+                    return
+                try:
+                    self._copy_pod_log(key, pl, job_dir, final)
+                except Exception:  # a bug must not end the copying of every other log
+                    log.exception("pod %s/%s: copying its log failed", pl.namespace, pl.name)
+                    with self._lock:
+                        self._podlog_done(key, pl)
+
+    def _copy_pod_log(self, key: str, pl: _PodLog, job_dir: Path, final: bool) -> None:
+        """One fetch of one pod's log, appended to log.txt (log thread; no lock held while talking)."""
+        # sinceTime has whole seconds: a fetch sends again what was copied within the last line's second.
+        limit = max(1024, int(self.cfg.log_limit_bytes))
+        limit += min(pl.sec_bytes, 15 * limit)
+        query: dict[str, Any] = {"container": pl.container or None, "timestamps": True, "limitBytes": limit}
+        if pl.since_ns >= 0:
+            query["sinceTime"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(pl.since_ns // 1_000_000_000))
+        path = f"/api/v1/namespaces/{pl.namespace}/pods/{pl.name}/log"
+        try:
+            resp = self.api.request("GET", path, query=query, stream=True, timeout=(3.0, self.cfg.request_timeout))
+            try:
+                data = resp.data or b""
+            finally:
+                try:
+                    resp.release_conn()
+                except Exception:
+                    pass
+        except ApiError as exc:
+            with self._lock:
+                if exc.status == 404 or (final and exc.status != 0 and pl.failures >= 5):
+                    log.debug("pod %s/%s: log no longer readable (%s %s); done with it", pl.namespace, pl.name, exc.status, exc.message)
+                    self._podlog_done(key, pl)
+                    return
+                if exc.status != 0:
+                    pl.failures += 1
+                delay = min(0.5 * 2 ** min(pl.failures, 6), max(self.cfg.log_interval, self.cfg.max_backoff))
+                log.debug("pod %s/%s: cannot read its log yet (%s %s); again in %.1f s", pl.namespace, pl.name, exc.status, exc.message, delay)
+                pl.due = time.monotonic() + delay
+            return
+        except Exception as exc:  # the body broke off: as an unreachable API server
+            log.debug("pod %s/%s: reading its log broke off: %s", pl.namespace, pl.name, exc)
+            with self._lock:
+                pl.due = time.monotonic() + max(self.cfg.log_interval, 1.0)
+            return
+        truncated = len(data) >= limit
+        lines, since_ns, at_since, sec_bytes = split_log_lines(data, pl.since_ns, pl.at_since, truncated, pl.sec_bytes)
+        out = bytearray()
+        if lines and not pl.header:
+            out += f"[gpusched {time.strftime('%Y-%m-%d %H:%M:%S')}] kubernetes: ----- attempt {pl.attempt}: log of pod {pl.name} -----\n".encode()
+            pl.header = True
+        for line in lines:
+            out += line + b"\n"
+        stop = False
+        if truncated and not lines and since_ns == pl.since_ns and at_since == pl.at_since:
+            # More than 16 x limitBytes within the second we resume from, all copied already: skip the rest of
+            # that second rather than fetch the same bytes for ever.
+            since_ns, at_since, sec_bytes = (pl.since_ns // 1_000_000_000 + 1) * 1_000_000_000, 0, 0
+            out += f"[gpusched {time.strftime('%Y-%m-%d %H:%M:%S')}] kubernetes: (log lines skipped: more than {limit} bytes within one second)\n".encode()
+        if pl.copied + len(out) > self.cfg.log_max_bytes:
+            out = out[: max(0, self.cfg.log_max_bytes - pl.copied)]
+            if out and not out.endswith(b"\n"):
+                out += b"\n"
+            out += f"[gpusched {time.strftime('%Y-%m-%d %H:%M:%S')}] kubernetes: (the copy of pod {pl.name}'s log stops here: {self.cfg.log_max_bytes} bytes)\n".encode()
+            stop = True
+        if out:
+            self._append_log(job_dir, bytes(out))
+        with self._lock:
+            pl.since_ns, pl.at_since, pl.sec_bytes, pl.failures = since_ns, at_since, sec_bytes, 0
+            pl.copied += len(out)
+            if stop or (final and not truncated):
+                self._podlog_done(key, pl)
+            else:
+                pl.due = time.monotonic() + (0.0 if truncated else self.cfg.log_interval)
+                if pl.final and not final:
+                    pl.due = 0.0  # it ended while we read: once more, to the end
 
     # --- API health ---------------------------------------------------------------------------------------
     def _api_ok(self) -> None:

@@ -118,6 +118,10 @@ class GPUSched(ExtensionApp):
     )
     k8s_container_resources = Dict(config=True, help="Kubernetes: extra container resources, e.g. {'requests': {'cpu': '4', 'memory': '32Gi'}}.")
     k8s_ttl_after_finished = Int(86400, config=True, help="Kubernetes: seconds a finished Job is kept (-1: forever).")
+    k8s_copy_logs = Bool(
+        True, config=True, help="Kubernetes: copy each pod's container log into the job's log (needs RBAC pods/log get)."
+    )
+    k8s_log_interval = Float(5.0, config=True, help="Kubernetes: seconds between log fetches of a running pod.")
     k8s_workers = Int(4, config=True, help="Kubernetes: threads writing to the API server.")
     # --- Prometheus, for forecasts of GPU use from DCGM metrics (docs/forecasting.md) ---
     prometheus_url = Unicode(
@@ -229,6 +233,8 @@ class GPUSched(ExtensionApp):
             container_resources=dict(self.k8s_container_resources),
             ttl_after_finished=None if self.k8s_ttl_after_finished < 0 else self.k8s_ttl_after_finished,
             workers=self.k8s_workers,
+            copy_logs=self.k8s_copy_logs,
+            log_interval=self.k8s_log_interval,
         )
 
     def make_backend(self):
