@@ -610,6 +610,34 @@ def test_pod_logs_are_copied_into_the_job_log_once_each(cluster, tmp_path):
     cleanup(service, cluster, ns)
 
 
+def test_pools_take_their_gpu_type_from_gpu_feature_discovery_labels(cluster, tmp_path):
+    """Nodes labelled nvidia.com/gpu.product give their pool a GPU type (the lab form offers it);
+    a pool whose nodes disagree gets none."""
+    ns = cluster.namespace("gputype")
+    nodes = {"gfd-a100-1": ("a100", "NVIDIA-A100-SXM4-80GB"), "gfd-a100-2": ("a100", "NVIDIA-A100-SXM4-80GB"),
+             "gfd-mix-1": ("mixed", "NVIDIA-A100-SXM4-80GB"), "gfd-mix-2": ("mixed", "NVIDIA-H100-80GB-HBM3")}
+    backend = None
+    try:
+        for name, (pool, product) in nodes.items():
+            cluster.add_node(name, pool)
+            patch = {"metadata": {"labels": {"nvidia.com/gpu.product": product}}}
+            cluster.api.request("PATCH", f"/api/v1/nodes/{name}", body=patch, content_type="application/merge-patch+json")
+        cluster.wait_ready(list(nodes))
+        backend = KubernetesBackend(backend_config(cluster, ns))
+        deadline = time.monotonic() + 30
+        while {"a100", "mixed"} - {p.name for p in backend.pools()} and time.monotonic() < deadline:
+            time.sleep(0.2)
+        pools = {p.name: p for p in backend.pools()}
+        assert pools["a100"].gpu_type == "NVIDIA-A100-SXM4-80GB"
+        assert pools["mixed"].gpu_type is None
+        assert all(p.gpu_type is None for name, p in pools.items() if name not in ("a100", "mixed"))  # no label
+    finally:
+        if backend is not None:
+            backend.close()
+        for name in nodes:
+            cluster.delete_node(name)
+
+
 def test_printed_manifest_is_accepted_by_the_api_server(cluster, tmp_path):
     import yaml
 

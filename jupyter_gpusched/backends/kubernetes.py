@@ -130,6 +130,7 @@ class KubernetesConfig:
     pools: tuple[str, ...] = ()  # only nodes of these pools are used; () -> every pool
     spot_pools: tuple[str, ...] = ()  # pools known to be spot (also: any pool whose nodes carry spot_taint)
     spot_taint: str = "gpusched.io/spot"  # taint key of spot nodes; Jobs placed there tolerate it
+    gpu_product_label: str = "nvidia.com/gpu.product"  # GPU feature discovery's label: a pool's GPU type
     gpu_resource: str = GPU_RESOURCE
     instance: str = "default"  # label value that tells this service's Jobs from another's in the same namespace
     service_account: str = ""
@@ -316,6 +317,11 @@ def fake_gpu_node(name: str, pool: str, gpus: int = 8, *, spot: bool = False, cf
     if spot:
         node["spec"]["taints"] = [{"key": cfg.spot_taint, "value": "true", "effect": "NoSchedule"}]
     return node
+
+
+def _only(values: set[str | None]) -> str | None:
+    """The one value all agree on, or None."""
+    return next(iter(values)) if len(values) == 1 else None
 
 
 # --- the API --------------------------------------------------------------------------------------------
@@ -813,15 +819,20 @@ class KubernetesBackend(Backend):
             return [nodes[n] for n in sorted(nodes)]
 
     def pools(self) -> list[Pool]:
-        """Pools seen on the cluster's GPU nodes; spot where configured so or where a node has the spot taint."""
+        """Pools seen on the cluster's GPU nodes; spot where configured so or where a node has the spot taint.
+        A pool's GPU type is its nodes' `gpu_product_label` (set by NVIDIA's GPU feature discovery) where
+        they all agree; otherwise none (configure it in c.GPUSched.pools)."""
         with self._lock:
             spot: dict[str, bool] = {}
+            products: dict[str, set[str | None]] = {}
             for node in self._nodes.values():
                 summary = self._summarise(node)
                 if summary is not None:
                     pool, _, is_spot = summary
                     spot[pool] = spot.get(pool, False) or is_spot
-        return [Pool(p, spot=s) for p, s in sorted(spot.items())]
+                    labels = (node.get("metadata") or {}).get("labels") or {}
+                    products.setdefault(pool, set()).add(labels.get(self.cfg.gpu_product_label))
+        return [Pool(p, spot=s, gpu_type=_only(products[p])) for p, s in sorted(spot.items())]
 
     def launch(self, req: LaunchRequest) -> None:
         if self._stopping.is_set():
