@@ -27,7 +27,7 @@ from jupyter_gpusched.core.scaling import (
     plan,
     target_gpus,
 )
-from jupyter_gpusched.forecast_cli import forecast_eval_main, helios_series
+from jupyter_gpusched.cli.forecast_eval import forecast_eval_main, helios_series
 
 from conftest import TRACES
 

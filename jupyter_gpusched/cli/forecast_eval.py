@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .core.forecast import DAY, DEFAULT_INTERVAL, DEFAULT_STEP_S, MODELS, BacktestResult, Series, backtest, regularize
+from ..core.forecast import DAY, DEFAULT_INTERVAL, DEFAULT_STEP_S, MODELS, BacktestResult, Series, backtest, regularize
 
 DEFAULT_MODELS = ("prophet-ar", "prophet", "seasonal-naive", "last-value")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from .client import Client, GPUSchedError
+from ..client import Client, GPUSchedError
 
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
 
@@ -217,19 +217,19 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "bench":  # the simulator parses its own arguments
-        from .sim.report import bench_main
+        from ..sim.report import bench_main
 
         return bench_main(argv[1:])
     if argv and argv[0] == "manifest":  # the kubernetes backend parses its own arguments
-        from .backends.kubernetes import manifest_main
+        from ..backends.kubernetes import manifest_main
 
         return manifest_main(argv[1:])
     if argv and argv[0] == "forecast-eval":  # its own arguments, and no server needed
-        from .forecast_cli import forecast_eval_main
+        from .forecast_eval import forecast_eval_main
 
         return forecast_eval_main(argv[1:])
     if argv and argv[0] == "hub-service":  # a Jupyter server app: its own traitlets options
-        from .hub.app import main as hub_main
+        from ..hub.app import main as hub_main
 
         hub_main(argv[1:])
         return 0
@@ -242,6 +242,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
