@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from jupyter_gpusched.core import forecast as F
 from jupyter_gpusched.cli.forecast_eval import _fmt, _grid, helios_series
+from jupyter_gpusched.core import forecast as F
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TRACES = ROOT.parent / "shared" / "traces"

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from jupyter_gpusched.cli import main as cli_main
+from jupyter_gpusched.cli.forecast_eval import forecast_eval_main, helios_series
 from jupyter_gpusched.core import forecast as F
 from jupyter_gpusched.core.model import NodeSpec, Priority
 from jupyter_gpusched.core.policies import make_policy
@@ -27,7 +28,6 @@ from jupyter_gpusched.core.scaling import (
     plan,
     target_gpus,
 )
-from jupyter_gpusched.cli.forecast_eval import forecast_eval_main, helios_series
 
 from conftest import TRACES
 

@@ -12,7 +12,7 @@ import yaml
 from openapi_spec_validator import validate
 
 import jupyter_gpusched.server as server_pkg
-from jupyter_gpusched.server.handlers import handlers
+from jupyter_gpusched.server.routes import handlers
 
 from conftest import make_notebook, wait_for_state
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from jupyter_server.auth import Authorizer
 from jupyterhub.singleuser.extension import JupyterHubIdentityProvider
 
-from ..server.handlers import AUTH_RESOURCE
+from ..server.access import AUTH_RESOURCE
 
 
 class HubServiceIdentityProvider(JupyterHubIdentityProvider):

@@ -19,7 +19,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
-from ..server.handlers import GPUSchedHandler
+from ..server.base import GPUSchedHandler
 from ..server.validation import ApiError
 
 PASSED_HEADERS = ("Content-Type", "Content-Disposition", "X-Log-Offset", "Cache-Control")

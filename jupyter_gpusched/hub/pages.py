@@ -15,7 +15,8 @@ from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
 
-from ..server.handlers import AUTH_RESOURCE, Identity, iso
+from ..server.access import AUTH_RESOURCE, Identity
+from ..server.serialize import iso
 from ..service import Service
 
 STYLE = (

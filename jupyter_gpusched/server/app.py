@@ -14,7 +14,7 @@ from ..core import Pool, Tenant, policy_names
 from ..core.health import HealthConfig
 from ..service import Service, ServiceConfig
 from ..store import default_url
-from .handlers import handlers
+from .routes import handlers
 from .scaling import parse_scaling
 
 

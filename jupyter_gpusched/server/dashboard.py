@@ -24,7 +24,7 @@ from typing import Any
 
 from tornado import web
 
-from .handlers import Identity
+from .access import Identity
 
 
 class _Asker(Identity):

@@ -27,7 +27,8 @@ from tornado import web
 
 from ..core import forecast as fc
 from . import prometheus
-from .handlers import GPUSchedHandler, api_errors, iso
+from .base import GPUSchedHandler, api_errors
+from .serialize import iso
 from .validation import ApiError
 
 HISTORY_DAYS = 28

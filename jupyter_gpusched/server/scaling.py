@@ -25,9 +25,10 @@ from tornado import web
 
 from ..core import forecast as fc
 from ..core.scaling import ElasticScaler, PoolSizing, ScalingConfig, target_gpus
+from .base import GPUSchedHandler, api_errors
 from .forecast import store_forecast
-from .handlers import GPUSchedHandler, api_errors, iso
 from .metrics import _esc
+from .serialize import iso
 
 SCALING_KEYS = {"lead_minutes", "cooldown_minutes", "headroom", "spot_share", "pools"}
 POOL_KEYS = {"min_nodes", "max_nodes", "gpus_per_node"}

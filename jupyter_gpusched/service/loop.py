@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .backends.base import Backend, BackendError, BackendUpdate, LaunchRequest, log_path, output_path
-from .core import (
+from ..backends.base import Backend, BackendError, BackendUpdate, LaunchRequest, log_path, output_path
+from ..core import (
     Admit,
     Cluster,
     Job,
@@ -34,8 +34,8 @@ from .core import (
     SpecError,
     Tenant,
 )
-from .core.health import HealthConfig, leaked_gpus, lost_jobs, zombie_processes
-from .store import Store
+from ..core.health import HealthConfig, leaked_gpus, lost_jobs, zombie_processes
+from ..store import Store
 
 log = logging.getLogger("jupyter_gpusched")
 

@@ -1,0 +1,94 @@
+"""The base of every gpusched API handler: the service, JSON errors, query arguments."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jupyter_server.base.handlers import APIHandler
+from tornado import web
+
+from ..core import SpecError
+from ..service import JobNotFound, Service
+from .access import AUTH_RESOURCE, Identity
+from .validation import ApiError
+
+
+class GPUSchedHandler(Identity, APIHandler):
+    auth_resource = AUTH_RESOURCE
+
+    @property
+    def service(self) -> Service:
+        service = self.settings["gpusched_service"]
+        service.start()  # idempotent; covers servers that never ran the extension's start hook
+        return service
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Every error, ours or tornado's, as {"error", "message", "field"}."""
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, ApiError):
+            body = exc.body()
+        elif isinstance(exc, web.HTTPError) and status_code == 403 and not exc.log_message and self._anonymous:
+            body = {
+                "error": "unauthenticated",
+                "message": "not signed in: send a valid token (Authorization: token ...) or log in",
+                "field": None,
+            }
+        elif isinstance(exc, web.HTTPError):
+            body = {"error": _code(exc.status_code), "message": exc.log_message or self._reason, "field": None}
+        else:
+            body = {"error": "internal", "message": "internal server error; see the server log", "field": None}
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(body))
+
+    @property
+    def _anonymous(self) -> bool:
+        return getattr(self, "_jupyter_current_user", None) is None
+
+    def fail(self, error: ApiError) -> None:
+        self.set_status(error.status)
+        self.write_error(error.status, exc_info=(type(error), error, None))
+
+    def _int_arg(self, name: str, default: int, low: int, high: int | None) -> int:
+        raw = self.get_query_argument(name, None)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ApiError(400, "wrong_type", f"{name} must be a whole number", name) from None
+        if value < low or (high is not None and value > high):
+            bound = f"at least {low}" if high is None else f"between {low} and {high}"
+            raise ApiError(400, "invalid_value", f"{name} must be {bound}", name)
+        return value
+
+    def job_or_404(self, job_id: str):
+        try:
+            job = self.service.get(job_id)
+        except JobNotFound:
+            raise ApiError(404, "not_found", f"no job {job_id!r}", "id") from None
+        if not self.is_admin and job.spec.owner != self.user_name:
+            raise ApiError(404, "not_found", f"no job {job_id!r}", "id")  # others' jobs do not exist for you
+        return job
+
+
+def _code(status: int) -> str:
+    return {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 409: "conflict"}.get(
+        status, "error"
+    )
+
+
+def api_errors(method):
+    """Turn ApiError / SpecError raised by a handler method into the JSON error response."""
+
+    async def wrapper(self, *args, **kwargs):
+        try:
+            return await method(self, *args, **kwargs)
+        except ApiError as err:
+            self.fail(err)
+        except SpecError as err:
+            self.fail(ApiError(400, "invalid_value", err.message, err.field))
+
+    wrapper.__name__ = method.__name__
+    wrapper.__doc__ = method.__doc__
+    return wrapper

@@ -1,0 +1,46 @@
+"""The JSON shapes of the API: timestamps and jobs."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from ..core import JobState
+from ..service import Service
+
+
+def iso(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
+
+
+def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
+    s = job.spec
+    info = service.info.get(job.id, {})
+    out: dict[str, Any] = {
+        "id": job.id,
+        "state": job.state.value,
+        "notebook": s.notebook,
+        "gpus": s.gpus,
+        "priority": s.priority.label,
+        "tenant": s.tenant,
+        "owner": s.owner,
+        "created": iso(job.submitted_at),
+        "started": iso(job.first_started_at),
+        "finished": iso(job.finished_at),
+        "reason": job.reason,
+        "preemptible": s.preemptible,
+        "max_runtime": s.max_runtime,
+        "allocation": [{"node": node, "gpus": list(ids)} for node, ids in job.allocation],
+        "borrowed": job.borrowed,
+        "attempts": job.attempts,
+        "preemptions": job.preemptions,
+        "progress": info.get("progress"),
+        "message": info.get("message", ""),
+    }
+    if detail:
+        out["parameters"] = dict(s.parameters)
+        out["max_retries"] = s.max_retries
+        out["gpu_type"] = s.gpu_type
+        out["position"] = service.position(job) if job.state is JobState.QUEUED else None
+        out["estimated_start"] = iso(service.estimated_start(job)) if job.state is JobState.QUEUED else None
+    return out
