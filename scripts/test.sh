@@ -1,11 +1,38 @@
 #!/usr/bin/env bash
-# Set up and run every test: lint, the lab extension's unit tests (Jest), then pytest
-# (unit, property, real Jupyter server, real kernel, real browser). Extra arguments go to
-# pytest (e.g. -k restart -x). System packages (Chromium, Node) come from
-# scripts/ci-browser-deps.sh, which .ci/run calls first.
+# Set up and run every test, on a fresh machine too (this is what CI's .ci/run calls):
+#   1. system tools the tests need (when run as root on Debian: Chromium and Node, PostgreSQL and
+#      configurable-http-proxy, Prometheus; each script is idempotent and only checks when all is there),
+#   2. the Kubernetes control plane + kwok, built from Go modules into a cache outside the repo
+#      (~20 min the first time on a cold machine, nothing after; GPUSCHED_SKIP_K8S_BUILD=1 skips it and the
+#      Kubernetes tests then skip with a message),
+#   3. the virtual environment (.venv) with the package and its [test] extra,
+#   4. checks: ruff (lint + format), mypy, the lab extension's ESLint/Prettier and Jest tests,
+#   5. pytest: unit, property, layer contract, real Jupyter server, kernel, browser, hub, Kubernetes.
+# Extra arguments go to pytest (e.g. -k restart -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  bash scripts/ci-browser-deps.sh
+  bash scripts/ci-hub-deps.sh          # PostgreSQL + configurable-http-proxy for the hub tests
+  bash scripts/ci-prometheus-deps.sh   # Prometheus + promtool for the gpu_busy forecast tests
+else
+  echo "test.sh: not root (or no apt-get): system packages are not installed; tests needing them skip" >&2
+fi
+if [ "${GPUSCHED_SKIP_K8S_BUILD:-0}" != 1 ]; then
+  bash scripts/k8s-testenv.sh build    # cached by version under ~/.cache/jupyter-gpusched/k8s
+fi
+
 bash scripts/setup.sh test
-.venv/bin/python -m ruff check jupyter_gpusched tests benchmarks
-(cd labextension && PATH="$PWD/../.venv/bin:$PATH" jlpm install && PATH="$PWD/../.venv/bin:$PATH" jlpm test)
+echo "test.sh: ruff, mypy, ESLint, Jest"
+.venv/bin/python -m ruff check jupyter_gpusched tests benchmarks scripts
+.venv/bin/python -m ruff format --check jupyter_gpusched tests benchmarks scripts
+.venv/bin/python -m mypy
+(
+  cd labextension
+  export PATH="$PWD/../.venv/bin:$PATH"
+  jlpm install
+  jlpm lint:check
+  jlpm test
+)
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
