@@ -58,8 +58,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.model import Allocation, JobSpec, JobState, NodeSpec, Pool, Priority
-from .base import Backend, BackendError, BackendUpdate, LaunchRequest, log_path, validate_parameters
+from ...core.model import Allocation, JobSpec, JobState, NodeSpec, Pool, Priority
+from ..base import Backend, BackendError, BackendUpdate, LaunchRequest, log_path, validate_parameters
 
 log = logging.getLogger(__name__)
 
@@ -1683,7 +1683,7 @@ def manifest_main(argv: list[str]) -> int:
     import argparse
     import sys
 
-    from ..cli import _param
+    from ...cli import _param
 
     p = argparse.ArgumentParser(prog="jupyter gpusched manifest", description=manifest_main.__doc__.split(":", 1)[1].strip())
     p.add_argument("notebook")
@@ -1747,7 +1747,7 @@ def _config_from_files(path: str | None) -> KubernetesConfig:
         from traitlets.config import Config
         from traitlets.config.loader import JSONFileConfigLoader, PyFileConfigLoader
 
-        from ..server.app import GPUSched
+        from ...server.app import GPUSched
 
         if path:
             files = [Path(path)]
