@@ -179,6 +179,27 @@ def test_backend_traits_default_to_the_config_defaults_and_show_a_given_config()
     assert backend.namespace == "ml" and backend.allowed_pools == ["p"] and backend.ttl_after_finished == -1
 
 
+def test_the_old_gpusched_k8s_settings_fill_in_what_kubernetesbackend_leaves_unset():
+    from traitlets.config import Config
+
+    from jupyter_gpusched.backends.kubernetes import KubernetesBackend, fill_from_server_config
+
+    c = Config()
+    c.GPUSched.k8s_namespace = "old"
+    c.GPUSched.k8s_pools = ["a100"]
+    c.GPUSched.k8s_image = "reg/img:1"
+    c.GPUSched.pools = {"spot": {"spot": True}, "od": {"price_per_gpu_hour": 2.0}}
+    c.KubernetesBackend.namespace = "new"
+    warnings = []
+    fill_from_server_config(c, warn=warnings.append)
+    cfg = KubernetesBackend(config=c, start=False).cfg
+    assert cfg.namespace == "new" and cfg.image == "reg/img:1" and cfg.pools == ("a100",) and cfg.spot_pools == ("spot",)
+    assert sorted(warnings) == [
+        "c.GPUSched.k8s_image is deprecated; use c.KubernetesBackend.image",
+        "c.GPUSched.k8s_pools is deprecated; use c.KubernetesBackend.allowed_pools",
+    ]
+
+
 def test_manifest_command_reads_c_kubernetesbackend(tmp_path):
     nb = make_notebook(tmp_path / "nb.ipynb", "print(1)")
     cfg = tmp_path / "jupyter_server_config.py"

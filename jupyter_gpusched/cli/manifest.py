@@ -16,7 +16,7 @@ from ..backends.kubernetes import (
     KubernetesBackend,
     KubernetesConfig,
     build_manifests,
-    legacy_settings,
+    fill_from_server_config,
     manifest_yaml,
     placement_patch,
 )
@@ -100,14 +100,7 @@ def config_from_files(path: str | None) -> KubernetesConfig:
             if f.is_file():
                 loader = PyFileConfigLoader if f.suffix == ".py" else JSONFileConfigLoader
                 config.merge(loader(f.name, path=str(f.parent)).load_config())
-        server = config.GPUSched if "GPUSched" in config else Config()
-        own = config.KubernetesBackend
-        for name, value in legacy_settings(server).items():
-            if name not in own:
-                print(f"note: c.GPUSched.k8s_{name} is deprecated; use c.KubernetesBackend.{name}", file=sys.stderr)
-                own[name] = value
-        if "spot_pools" not in own:  # as the server does: the pools c.GPUSched.pools calls spot
-            own.spot_pools = [name for name, terms in dict(server.get("pools") or {}).items() if (terms or {}).get("spot")]
+        fill_from_server_config(config, warn=lambda line: print(f"note: {line}", file=sys.stderr))
         return KubernetesBackend(config=config, start=False).cfg
     except Exception as exc:  # a broken config file must not hide the manifest
         log.warning("using the default kubernetes settings: %s", exc)
