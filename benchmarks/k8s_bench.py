@@ -37,10 +37,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from jupyter_gpusched.backends.kubernetes import Api, ApiError, KubernetesBackend, KubernetesConfig, fake_gpu_node  # noqa: E402
+from jupyter_gpusched.backends.kubernetes import Api, KubeApiError, KubernetesBackend, KubernetesConfig  # noqa: E402
 from jupyter_gpusched.core import JobState, Pool  # noqa: E402
 from jupyter_gpusched.core.health import HealthConfig  # noqa: E402
 from jupyter_gpusched.service import Service, ServiceConfig  # noqa: E402
+from jupyter_gpusched.testing.kwok import fake_gpu_node  # noqa: E402
 
 SCRIPT = REPO / "scripts" / "k8s-testenv.sh"
 
@@ -71,12 +72,12 @@ def create_nodes(api: Api, names_pools: list[tuple[str, str]], threads: int = 16
             try:
                 try:
                     api.request("POST", "/api/v1/nodes", body=node)
-                except ApiError as exc:
+                except KubeApiError as exc:
                     if exc.status != 409:
                         raise
                 api.request("PATCH", f"/api/v1/nodes/{name}/status", body={"status": node["status"]}, content_type="application/merge-patch+json")
                 return
-            except ApiError:
+            except KubeApiError:
                 time.sleep(0.5)
         raise RuntimeError(f"could not create node {name}")
 
@@ -111,14 +112,14 @@ def wait_ready(api: Api, prefix: str, count: int, timeout: float = 600) -> float
 def ensure_namespace(api: Api, ns: str) -> None:
     try:
         api.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    except ApiError as exc:
+    except KubeApiError as exc:
         if exc.status != 409:
             raise
     for _ in range(300):
         try:
             api.request("GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")
             return
-        except ApiError:
+        except KubeApiError:
             time.sleep(0.2)
 
 
@@ -247,7 +248,7 @@ def teardown(api: Api, service: Service, node_prefix: str) -> None:
     try:
         service.backend.delete_all_jobs(timeout=600)
         delete_nodes(api, node_prefix)
-    except ApiError as exc:  # the cluster is thrown away anyway
+    except KubeApiError as exc:  # the cluster is thrown away anyway
         print(f"(clean-up incomplete: {exc})", flush=True)
     service.backend.close()
     service.store.close()

@@ -27,18 +27,18 @@ from jupyter_gpusched.backends.kubernetes import (
     MANAGED_BY,
     MANAGER,
     Api,
-    ApiError,
     KubernetesBackend,
     KubernetesConfig,
-    _Relist,
-    _Watcher,
     build_manifests,
-    fake_gpu_node,
     split_log_lines,
 )
+from jupyter_gpusched.backends.kubernetes import KubeApiError as ApiError
+from jupyter_gpusched.backends.kubernetes.watch import Relist as _Relist
+from jupyter_gpusched.backends.kubernetes.watch import Watcher as _Watcher
 from jupyter_gpusched.core import JobSpec, JobState, Pool, SpecError, Tenant
 from jupyter_gpusched.service import Service, ServiceConfig
 from jupyter_gpusched.store import Store
+from jupyter_gpusched.testing.kwok import fake_gpu_node
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import make_notebook  # noqa: E402
@@ -505,7 +505,7 @@ def test_failures_and_max_runtime_come_back_with_their_reasons(cluster, tmp_path
     run_until(service, lambda: crash.state.terminal and slow.state.terminal, timeout=60, cluster=cluster, what="failures")
     assert crash.state is JobState.FAILED and "BackoffLimitExceeded" in crash.reason and "exit code 1" in crash.reason
     pods = [p for p in cluster.pods(ns) if p["metadata"]["annotations"][A_JOB_ID] == crash.id]
-    assert len(pods) == 2  # backoffLimit = max_retries: Kubernetes retried the pod once
+    assert len(pods) == 1  # backoffLimit 0: a notebook that fails is not re-run, whatever its max_retries
     assert slow.state is JobState.FAILED and slow.reason == "max_runtime exceeded (2 s)"
     log = (Path(service.info[crash.id]["job_dir"]) / "log.txt").read_text()
     assert "admitted to" in log and "the Job failed" in log

@@ -14,12 +14,12 @@ from jupyter_gpusched.backends.kubernetes import (
     A_JOB_ID,
     KubernetesConfig,
     build_manifests,
-    fake_gpu_node,
     job_name,
     label_value,
     placement_patch,
 )
 from jupyter_gpusched.core import JobSpec, Priority
+from jupyter_gpusched.testing.kwok import fake_gpu_node
 
 from conftest import make_notebook
 
@@ -69,7 +69,8 @@ def test_manifests_carry_spec_labels_limits_and_retries(tmp_path):
     assert all(LABEL.match(v) for v in labels.values())
     assert job["metadata"]["annotations"]["gpusched.io/notebook"] == spec.notebook
     js = job["spec"]
-    assert js["suspend"] is True and js["backoffLimit"] == 3 and js["activeDeadlineSeconds"] == 91
+    # backoffLimit 0: the service, not the Job controller, re-runs a lost job (max_retries); a failing notebook fails at once
+    assert js["suspend"] is True and js["backoffLimit"] == 0 and js["activeDeadlineSeconds"] == 91
     assert "managedBy" not in js  # any value would make the built-in Job controller ignore it
     pod = js["template"]["spec"]
     assert pod["restartPolicy"] == "Never"
@@ -141,3 +142,125 @@ def test_manifest_command_reads_the_servers_k8s_settings(tmp_path):
     (job,) = [d for d in yaml.safe_load_all(out) if d]
     assert job["metadata"]["namespace"] == "team-vision"
     assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "reg/img:7"
+
+
+def test_backend_reads_c_kubernetesbackend_from_its_parents_config():
+    from traitlets.config import Config, LoggingConfigurable
+
+    from jupyter_gpusched.backends.kubernetes import KubernetesBackend
+
+    c = Config()
+    c.KubernetesBackend.namespace = "gpu"
+    c.KubernetesBackend.tenant_namespaces = {"vision": "team-vision"}
+    c.KubernetesBackend.allowed_pools = ["a100"]
+    c.KubernetesBackend.spot_pools = ["spot"]
+    c.KubernetesBackend.ttl_after_finished = -1
+    c.KubernetesBackend.output_volume = {"persistentVolumeClaim": {"claimName": "nb"}}
+    app = LoggingConfigurable(config=c)  # stands in for the server app
+    backend = KubernetesBackend(parent=app, start=False)  # not started: connects to nothing
+    try:
+        assert backend.namespace == "gpu"
+        cfg = backend.cfg
+        assert cfg.namespace == "gpu" and cfg.namespace_for("vision") == "team-vision"
+        assert cfg.pools == ("a100",) and cfg.spot_pools == ("spot",)
+        assert cfg.ttl_after_finished is None and cfg.output_volume == {"persistentVolumeClaim": {"claimName": "nb"}}
+        assert cfg.image == KubernetesConfig().image  # unset: the default
+    finally:
+        backend.close()
+
+
+def test_backend_traits_default_to_the_config_defaults_and_show_a_given_config():
+    from jupyter_gpusched.backends.kubernetes import KubernetesBackend
+
+    assert KubernetesBackend(start=False).cfg == KubernetesConfig()
+    given = KubernetesConfig(namespace="ml", pools=("p",), ttl_after_finished=None, heartbeat_interval=1.0)
+    backend = KubernetesBackend(given, start=False)
+    assert backend.cfg is given
+    assert backend.namespace == "ml" and backend.allowed_pools == ["p"] and backend.ttl_after_finished == -1
+
+
+def test_the_old_gpusched_k8s_settings_fill_in_what_kubernetesbackend_leaves_unset():
+    from traitlets.config import Config
+
+    from jupyter_gpusched.backends.kubernetes import KubernetesBackend, fill_from_server_config
+
+    c = Config()
+    c.GPUSched.k8s_namespace = "old"
+    c.GPUSched.k8s_pools = ["a100"]
+    c.GPUSched.k8s_image = "reg/img:1"
+    c.GPUSched.pools = {"spot": {"spot": True}, "od": {"price_per_gpu_hour": 2.0}}
+    c.KubernetesBackend.namespace = "new"
+    warnings = []
+    fill_from_server_config(c, warn=warnings.append)
+    cfg = KubernetesBackend(config=c, start=False).cfg
+    assert cfg.namespace == "new" and cfg.image == "reg/img:1" and cfg.pools == ("a100",) and cfg.spot_pools == ("spot",)
+    assert sorted(warnings) == [
+        "c.GPUSched.k8s_image is deprecated; use c.KubernetesBackend.image",
+        "c.GPUSched.k8s_pools is deprecated; use c.KubernetesBackend.allowed_pools",
+    ]
+
+
+def test_manifest_command_reads_c_kubernetesbackend(tmp_path):
+    nb = make_notebook(tmp_path / "nb.ipynb", "print(1)")
+    cfg = tmp_path / "jupyter_server_config.py"
+    cfg.write_text('c.KubernetesBackend.namespace = "gpu"\nc.GPUSched.k8s_namespace = "old"\nc.GPUSched.k8s_image = "reg/img:8"\n')
+    out = subprocess.run(
+        [sys.executable, "-m", "jupyter_gpusched.cli", "manifest", str(nb), "--config", str(cfg), "--no-configmap"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    (job,) = [d for d in yaml.safe_load_all(out) if d]
+    assert job["metadata"]["namespace"] == "gpu"  # the new name wins over the deprecated one
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "reg/img:8"  # the deprecated one still works
+
+
+# --- what the caches mean: the news of a job (pure; the cluster tests see them happen) ---------------------
+def _tracked(attempt=1):
+    from jupyter_gpusched.backends.kubernetes.state import Tracked
+
+    return Tracked("j1", "gpusched-j1", "ml", "run", node="n1", attempt=attempt, started_attempt=attempt, manifests=({}, {}))
+
+
+def _job(*conditions, attempt=1, deadline=None):
+    spec = {"suspend": False, "template": {"metadata": {"annotations": {"gpusched.io/attempt": str(attempt)}}}}
+    if deadline:
+        spec["activeDeadlineSeconds"] = deadline
+    return {"metadata": {"name": "gpusched-j1", "namespace": "ml"}, "spec": spec,
+            "status": {"conditions": [{"type": t, "status": "True", "reason": r, "message": m} for t, r, m in conditions]}}
+
+
+def _pod(phase="Failed", exit_code=None, reason=None, disrupted=False, attempt=1):
+    status = {"phase": phase, "conditions": []}
+    if exit_code is not None:
+        status["containerStatuses"] = [{"state": {"terminated": {"exitCode": exit_code, "reason": "Error"}}}]
+    if reason:
+        status["reason"], status["message"] = reason, "the node said no"
+    if disrupted:
+        status["conditions"].append({"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"})
+    return {"metadata": {"name": "gpusched-j1-x", "annotations": {"gpusched.io/attempt": str(attempt)}},
+            "spec": {"nodeName": "n1"}, "status": status}
+
+
+def _verdict(kj, *pods):
+    from jupyter_gpusched.backends.kubernetes.status import evaluate
+
+    return evaluate(_tracked(), kj, {f"p{i}": p for i, p in enumerate(pods)}, pin_nodes=True, now=1.0)
+
+
+def test_a_notebook_that_exits_non_zero_fails_the_job():
+    failed = ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    v = _verdict(_job(failed), _pod(exit_code=1))
+    assert v.kind == "failed" and "BackoffLimitExceeded" in v.message and "exit code 1" in v.message
+
+
+def test_a_pod_the_node_failed_without_a_container_error_loses_the_job():
+    failed = ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    v = _verdict(_job(failed), _pod(reason="UnexpectedAdmissionError"))
+    assert v.kind == "lost" and "UnexpectedAdmissionError" in v.message  # re-run while max_retries allow
+    assert _verdict(_job(failed), _pod()).kind == "failed"  # nothing says it was not the notebook
+
+
+def test_max_runtime_fails_and_an_eviction_preempts():
+    v = _verdict(_job(("Failed", "DeadlineExceeded", "Job was active longer than specified deadline"), deadline=60), _pod(reason="DeadlineExceeded"))
+    assert v.kind == "failed" and v.message == "max_runtime exceeded (60 s)"
+    v = _verdict(_job(), _pod(phase="Running", disrupted=True))
+    assert v.kind == "preempted" and "evicted" in v.message and v.want == "suspend"

@@ -1,10 +1,23 @@
 """The one protocol between the live service and the places jobs run.
 
-The service (`service.py`) calls only what is defined here: `launch` a notebook on
+The service (`service/loop.py`) calls only what is defined here: `launch` a notebook on
 GPUs it chose, `poll` for news every tick, `kill` on cancel or preemption,
 `reap_orphan` after a server restart. A backend owns one folder per job (`job_dir`);
 the file layout of that folder is defined below so the REST API, the runner and the
 backend agree on it.
+
+Backends are traitlets Configurables (jupyter-scheduler's pattern): each owns its settings
+(`c.LocalBackend.virtual_gpus`, `c.KubernetesBackend.namespace`), and the server builds the
+one it is configured with as `backend_class(parent=server_app)`.
+
+What `failed`, `lost` and `preempted` mean is the same on every backend, and so is what
+`max_retries` counts (docs/scheduling.md): `failed` is the notebook's own failure (it raised,
+its process exited non-zero, it ran past `max_runtime`, or the backend refused it): the job
+fails at once and is never re-run. `lost` is a run that vanished without the notebook failing
+(its Kubernetes Job deleted, its pod failed by the node with no container error; the service
+adds the jobs whose heartbeat stopped and those a restart interrupted): the job is re-run while
+`max_retries` allow, then fails. `preempted` is an announced stop (eviction, a node taken away):
+the job is requeued and resumes from its checkpoint without using a retry.
 """
 
 from __future__ import annotations
@@ -13,11 +26,14 @@ import json
 import keyword
 import os
 import threading
-from abc import ABC, abstractmethod
+from abc import ABCMeta, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from traitlets import MetaHasTraits
+from traitlets.config import LoggingConfigurable
 
 from ..core.model import Allocation, JobSpec, JobState, NodeSpec, Pool
 
@@ -26,6 +42,7 @@ __all__ = [
     "BackendError",
     "BackendUpdate",
     "LaunchRequest",
+    "UpdateKind",
     "error_path",
     "heartbeat_path",
     "kernel_pid_path",
@@ -59,12 +76,15 @@ class LaunchRequest:
     allocation: Allocation = ()  # where the core placed it: ((node, (gpu index, ...)), ...)
 
 
+UpdateKind = Literal["started", "heartbeat", "succeeded", "failed", "preempted", "lost", "node_added", "node_lost"]
+
+
 @dataclass(frozen=True)
 class BackendUpdate:
     """One piece of news about a job, as returned by `Backend.poll`."""
 
     job_id: str
-    kind: Literal["started", "heartbeat", "succeeded", "failed", "preempted", "lost", "node_added", "node_lost"]
+    kind: UpdateKind
     time: float  # wall clock (time.time()) when observed
     message: str = ""  # for failed: one readable line ("ZeroDivisionError: division by zero (cell 3)")
     progress: tuple[int, int] | None = None  # (code cells executed, code cells in total) when known
@@ -75,9 +95,14 @@ class BackendUpdate:
     pool: Pool | None = None
 
 
-class Backend(ABC):
+class _ConfigurableABCMeta(MetaHasTraits, ABCMeta):
+    """traitlets' metaclass and ABCMeta in one: a Backend is Configurable, and abstract."""
+
+
+class Backend(LoggingConfigurable, metaclass=_ConfigurableABCMeta):
     """Where jobs run. All methods are called from the service's loop and must return quickly
-    (`kill` and `close` may wait a few seconds for processes to die)."""
+    (`kill` and `close` may wait a few seconds for processes to die). Settings are config traits
+    of the subclass (`c.<ClassName>.<trait>`)."""
 
     name: str  # "local", "kubernetes": shown in the API and logs
     # Nodes can come and go (a cluster an autoscaler sizes); False: a fixed machine, which the

@@ -21,15 +21,15 @@ import json
 import logging
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from traitlets import Float, Int, Unicode, validate
 
 from ..core.model import NodeSpec
 from .base import (
@@ -48,173 +48,11 @@ from .base import (
     validate_parameters,
     write_atomic,
 )
+from .processes import HAVE_PROC, TOKEN_ENV, cmdline, environ_has, is_group_leader, pid_alive, terminate, token_pids
 
 log = logging.getLogger(__name__)
 
-TOKEN_ENV = "GPUSCHED_LAUNCH_TOKEN"
 RUNNER_MODULE = "jupyter_gpusched.backends.runner"
-_HAVE_PROC = sys.platform.startswith("linux") and os.path.exists("/proc/self/stat")
-
-
-# --- processes ------------------------------------------------------------------------------
-def _proc_stat(pid: int) -> tuple[str, int] | None:
-    """(state letter, process group) of `pid` from /proc, or None if it is gone."""
-    try:
-        data = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2 :].split()  # after "pid (comm) "
-    try:
-        return fields[0].decode(), int(fields[2])
-    except (IndexError, ValueError):
-        return None
-
-
-def _proc_pids() -> list[int]:
-    try:
-        return [int(n) for n in os.listdir("/proc") if n.isdigit()]
-    except OSError:
-        return []
-
-
-def pid_alive(pid: int | None) -> bool:
-    """True if `pid` is a running process (a zombie counts as dead)."""
-    if not pid or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if _HAVE_PROC:
-        st = _proc_stat(pid)
-        return st is not None and st[0] not in ("Z", "X")
-    return True
-
-
-def group_alive(pgid: int | None) -> bool:
-    """True if the process group `pgid` has a running (non-zombie) member."""
-    if not pgid or pgid <= 1:
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if not _HAVE_PROC:
-        return True
-    for pid in _proc_pids():
-        st = _proc_stat(pid)
-        if st is not None and st[1] == pgid and st[0] not in ("Z", "X"):
-            return True
-    return False
-
-
-def _environ_has(pid: int, entry: bytes) -> bool:
-    try:
-        env = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return False
-    return entry in env.split(b"\0")
-
-
-def token_pids(token: str | None) -> list[int]:
-    """Live processes (other than this one) whose environment carries the launch `token`.
-    Linux only; elsewhere an empty list."""
-    if not _HAVE_PROC or not token:
-        return []
-    entry = f"{TOKEN_ENV}={token}".encode()
-    me = os.getpid()
-    out = []
-    for pid in _proc_pids():
-        if pid != me and _environ_has(pid, entry):
-            st = _proc_stat(pid)
-            if st is not None and st[0] not in ("Z", "X"):
-                out.append(pid)
-    return out
-
-
-def _send(pid: int, sig: int, group: bool) -> None:
-    try:
-        if group:
-            os.killpg(pid, sig)
-        else:
-            os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def terminate(
-    groups: Iterable[int | None],
-    *,
-    tokens: Iterable[str | None] = (),
-    grace: float = 3.0,
-    children: Iterable[subprocess.Popen] = (),
-) -> bool:
-    """Stop process groups `groups` and every process carrying one of the launch `tokens`:
-    SIGTERM, wait up to `grace` seconds, then SIGKILL whatever is left. `children` are
-    Popen objects to reap on the way. Returns True if anything was alive to be signalled."""
-    pgids = sorted({g for g in groups if g and g > 1 and g != os.getpgrp()})
-    toks = [t for t in tokens if t]
-    kids = list(children)
-
-    def left() -> tuple[list[int], list[int]]:
-        for k in kids:
-            k.poll()
-        strays = sorted({p for t in toks for p in token_pids(t)})
-        return [g for g in pgids if group_alive(g)], strays
-
-    live_groups, strays = left()
-    if not live_groups and not strays:
-        return False
-    for g in live_groups:
-        _send(g, signal.SIGTERM, group=True)
-    for p in strays:
-        _send(p, signal.SIGTERM, group=False)
-    deadline = time.monotonic() + max(grace, 0.0)
-    while True:
-        live_groups, strays = left()
-        if not live_groups and not strays:
-            break
-        if time.monotonic() >= deadline:
-            for g in live_groups:
-                _send(g, signal.SIGKILL, group=True)
-            for p in strays:
-                _send(p, signal.SIGKILL, group=False)
-            kill_deadline = time.monotonic() + 5.0
-            while any(left()) and time.monotonic() < kill_deadline:
-                time.sleep(0.02)
-            break
-        time.sleep(0.05)
-    for k in kids:
-        try:
-            k.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
-            pass
-    return True
-
-
-def _cmdline(pid: int) -> str:
-    if _HAVE_PROC:
-        try:
-            return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            return ""
-    try:
-        return subprocess.run(
-            ["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True, timeout=5
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
-def _is_group_leader(pid: int) -> bool:
-    try:
-        return os.getpgid(pid) == pid
-    except OSError:
-        return False
 
 
 # --- small file helpers -----------------------------------------------------------------------
@@ -298,25 +136,34 @@ class LocalBackend(Backend):
 
     name = "local"
     elastic = False  # this machine: it can be outgrown, not shrunk
+    # Class constants rather than settings (tests and subclasses read them from the class):
     kill_grace: float = 3.0  # seconds between SIGTERM and SIGKILL
     runner_max_runtime_slack: float = 10.0  # the runner kills itself this long past max_runtime
     # (a safety net for when no server is polling; the backend normally acts first)
 
-    def __init__(
-        self,
-        node_name: str = "local",
-        virtual_gpus: int = 4,
-        python: str = sys.executable,
-        heartbeat_interval: float = 5.0,
-    ):
-        if virtual_gpus < 0:
+    node_name = Unicode("local", config=True, help="Name of this machine as a node of the cluster.")
+    virtual_gpus = Int(
+        4, config=True, help="GPUs offered when no NVIDIA GPU is found (NVML), so everything works on a laptop."
+    )
+    python = Unicode(sys.executable, config=True, help="Python that runs the runner (needs papermill).")
+    heartbeat_interval = Float(5.0, config=True, help="Seconds between a running job's heartbeats.")
+
+    @validate("virtual_gpus")
+    def _check_virtual_gpus(self, proposal: dict[str, Any]) -> int:
+        if proposal["value"] < 0:
             raise ValueError("virtual_gpus must be >= 0")
-        if heartbeat_interval <= 0:
+        return int(proposal["value"])
+
+    @validate("heartbeat_interval")
+    def _check_heartbeat_interval(self, proposal: dict[str, Any]) -> float:
+        if proposal["value"] <= 0:
             raise ValueError("heartbeat_interval must be > 0")
-        self.node_name = node_name
-        self.virtual_gpus = int(virtual_gpus)
-        self.python = python
-        self.heartbeat_interval = float(heartbeat_interval)
+        return float(proposal["value"])
+
+    def __init__(self, **kwargs: Any):
+        """Settings as keywords (`LocalBackend(virtual_gpus=8)`) or from config (`c.LocalBackend.virtual_gpus = 8`
+        with `LocalBackend(parent=app)`)."""
+        super().__init__(**kwargs)
         self._runs: dict[str, _Run] = {}
         self._lock = threading.RLock()
         self._nvml_state: Any = None  # None: not tried; False: unavailable; else the pynvml module
@@ -593,19 +440,19 @@ class LocalBackend(Backend):
     @staticmethod
     def _is_runner(pid: int, token: str | None, job_dir: Path) -> bool:
         """Is `pid` the live runner of this job (not a process that reused the pid)?"""
-        if not pid_alive(pid) or not _is_group_leader(pid):
+        if not pid_alive(pid) or not is_group_leader(pid):
             return False
-        if _HAVE_PROC and token:
-            return _environ_has(pid, f"{TOKEN_ENV}={token}".encode())
-        cmd = _cmdline(pid)
+        if HAVE_PROC and token:
+            return environ_has(pid, f"{TOKEN_ENV}={token}".encode())
+        cmd = cmdline(pid)
         return RUNNER_MODULE in cmd and str(job_dir) in cmd
 
     @staticmethod
     def _is_kernel(pid: int, token: str | None, runner_alive: bool) -> bool:
-        if not pid_alive(pid) or not _is_group_leader(pid):
+        if not pid_alive(pid) or not is_group_leader(pid):
             return False
-        if _HAVE_PROC and token:
-            return _environ_has(pid, f"{TOKEN_ENV}={token}".encode())
+        if HAVE_PROC and token:
+            return environ_has(pid, f"{TOKEN_ENV}={token}".encode())
         # Without /proc we cannot prove it; a kernel whose runner is gone exits by itself
         # (ipykernel watches its parent), so only a kernel of a live runner needs us.
         return runner_alive

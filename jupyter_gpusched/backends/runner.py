@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from .base import error_path, heartbeat_path, kernel_pid_path, pid_path, validate_parameters, write_atomic
-from .local import format_seconds, max_runtime_message, terminate
+from .local import format_seconds, max_runtime_message
+from .processes import terminate
 
 EXIT_OK = 0
 EXIT_CELL_ERROR = 1
@@ -171,7 +172,8 @@ def _kernel_manager_class(run: Run) -> type:
             await super()._async_launch_kernel(kernel_cmd, **kw)
             self._record()
 
-        async def start_kernel(self, **kw: Any) -> None:  # public fallback if the above is renamed
+        # (jupyter_client types start_kernel as KernelManager's sync one; AsyncKernelManager's is async)
+        async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]  # public fallback if the above is renamed
             await super().start_kernel(**kw)
             self._record()
 

@@ -220,8 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..sim.report import bench_main
 
         return bench_main(argv[1:])
-    if argv and argv[0] == "manifest":  # the kubernetes backend parses its own arguments
-        from ..backends.kubernetes import manifest_main
+    if argv and argv[0] == "manifest":  # the kubernetes backend's manifests; its own arguments
+        from .manifest import manifest_main
 
         return manifest_main(argv[1:])
     if argv and argv[0] == "forecast-eval":  # its own arguments, and no server needed

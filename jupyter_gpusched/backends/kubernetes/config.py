@@ -1,0 +1,93 @@
+"""The Kubernetes backend's settings, as one frozen snapshot that every thread of the backend reads.
+
+Operators set them as traits of `KubernetesBackend` (`c.KubernetesBackend.namespace = "gpu"`); the backend
+freezes them into a `KubernetesConfig` when it is built (`backend.cfg`). The fields without a trait (timeouts,
+byte bounds) are for tests and benchmarks, which pass a `KubernetesConfig` directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from traitlets.config import Config
+
+GPU_RESOURCE = "nvidia.com/gpu"
+# Before the backends were Configurables their settings were `c.GPUSched.k8s_<name>`.
+LEGACY_PREFIX = "k8s_"
+# KubernetesConfig fields whose KubernetesBackend trait has another name (`pools()` is a method there).
+TRAIT_NAMES = {"pools": "allowed_pools"}
+
+
+@dataclass(frozen=True)
+class KubernetesConfig:
+    """How the backend reaches the cluster and what its Jobs look like (see docs/kubernetes.md)."""
+
+    kubeconfig: str = ""  # path; "" -> $KUBECONFIG or ~/.kube/config, or in-cluster when those are absent
+    context: str = ""  # kubeconfig context; "" -> the current one
+    in_cluster: bool = False  # use the pod's service account (the service runs inside the cluster)
+    namespace: str = "default"
+    tenant_namespaces: Mapping[str, str] = field(default_factory=dict)  # tenant -> namespace of its Jobs
+    image: str = "quay.io/jupyter/scipy-notebook:latest"  # must contain papermill
+    image_pull_policy: str = "IfNotPresent"
+    command: tuple[str, ...] = ("papermill",)  # followed by input, output and parameter arguments
+    pool_label: str = "gpusched.io/pool"  # node label whose value names the node's pool
+    default_pool: str = "default"  # pool of GPU nodes without that label
+    pools: tuple[str, ...] = ()  # only nodes of these pools are used; () -> every pool
+    spot_pools: tuple[str, ...] = ()  # pools known to be spot (also: any pool whose nodes carry spot_taint)
+    spot_taint: str = "gpusched.io/spot"  # taint key of spot nodes; Jobs placed there tolerate it
+    gpu_product_label: str = "nvidia.com/gpu.product"  # GPU feature discovery's label: a pool's GPU type
+    gpu_resource: str = GPU_RESOURCE
+    instance: str = "default"  # label value that tells this service's Jobs from another's in the same namespace
+    service_account: str = ""
+    output_volume: Mapping[str, Any] | None = None  # a pod `volumes` entry (without name), e.g. a PVC
+    container_resources: Mapping[str, Any] = field(default_factory=dict)  # extra requests/limits (cpu, memory)
+    pod_annotations: Mapping[str, str] = field(default_factory=dict)
+    pod_labels: Mapping[str, str] = field(default_factory=dict)
+    ttl_after_finished: int | None = 24 * 3600  # seconds finished Jobs are kept; None -> forever
+    pin_nodes: bool = True  # pin each Job to the node the core chose (else: only to its pool)
+    heartbeat_interval: float = 5.0  # seconds between heartbeats reported for running jobs
+    workers: int = 4  # threads doing API writes
+    watch_timeout: int = 300  # seconds a watch request stays open before it is renewed
+    request_timeout: float = 10.0  # seconds for one API request
+    max_backoff: float = 5.0  # seconds; the longest wait between retries of one job's API calls
+    sync_timeout: float = 10.0  # seconds the constructor waits for the first list of nodes
+    dry_run_on_submit: bool = True  # check each submission with a server-side dry run (2 API calls)
+    copy_logs: bool = True  # copy each pod's container log into the job's log.txt (needs `pods/log` get)
+    log_interval: float = 5.0  # seconds between log fetches of a running pod (and once more when it ends)
+    log_limit_bytes: int = 256 * 1024  # limitBytes of one fetch
+    log_max_bytes: int = 64 * 1024 * 1024  # per pod: past this much, the copy stops with a note
+
+    def namespace_for(self, tenant: str) -> str:
+        return self.tenant_namespaces.get(tenant, self.namespace)
+
+    def namespaces(self) -> list[str]:
+        return sorted({self.namespace, *self.tenant_namespaces.values()})
+
+
+def legacy_settings(section: Mapping[str, Any]) -> dict[str, Any]:
+    """The old `c.GPUSched.k8s_*` settings found in one config section, under their KubernetesBackend trait
+    names (`k8s_namespace` -> `namespace`, `k8s_pools` -> `allowed_pools`)."""
+    out = {}
+    for key, value in section.items():
+        if key.startswith(LEGACY_PREFIX):
+            name = key[len(LEGACY_PREFIX) :]
+            out[TRAIT_NAMES.get(name, name)] = value
+    return out
+
+
+def fill_from_server_config(config: Config, warn: Callable[[str], None] | None = None) -> None:
+    """Complete `c.KubernetesBackend` as the server does before it builds the backend: the deprecated
+    `c.GPUSched.k8s_*` settings where the new ones are unset (each reported through `warn`), and `spot_pools`
+    from the pools `c.GPUSched.pools` marks spot."""
+    server = config.GPUSched if "GPUSched" in config else Config()
+    own = config.KubernetesBackend
+    for name, value in legacy_settings(server).items():
+        if name not in own:
+            if warn is not None:
+                old = LEGACY_PREFIX + next((f for f, t in TRAIT_NAMES.items() if t == name), name)
+                warn(f"c.GPUSched.{old} is deprecated; use c.KubernetesBackend.{name}")
+            own[name] = value
+    if "spot_pools" not in own:
+        own.spot_pools = [name for name, terms in dict(server.get("pools") or {}).items() if (terms or {}).get("spot")]
