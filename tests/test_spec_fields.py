@@ -43,6 +43,7 @@ def test_each_field_has_the_schemas_type_default_and_choices(field):
 
 def test_priorities_come_from_the_core_most_urgent_first():
     assert PRIORITY_CHOICES == ("high", "normal", "low")
+    assert tuple(SPEC["components"]["schemas"]["Job"]["properties"]["priority"]["enum"]) == PRIORITY_CHOICES
     assert [Priority.parse(p) for p in PRIORITY_CHOICES] == sorted(Priority, reverse=True)
     default = next(f.default for f in dataclasses.fields(JobSpec) if f.name == "priority")
     assert DEFAULT_PRIORITY == default.label
