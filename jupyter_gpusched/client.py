@@ -16,6 +16,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import requests
 
+from .core.spec_fields import SUBMIT_FIELDS, SUBMIT_SPEC
+
 
 class GPUSchedError(Exception):
     """An error from the server (or from finding it), as one readable line."""
@@ -130,6 +132,12 @@ class Client:
 
     # --- API -------------------------------------------------------------------------------
     def submit(self, notebook: str, **fields: Any) -> dict[str, Any]:
+        """Queue a notebook; `fields` are the other job-spec fields (core/spec_fields.py), None meaning the
+        server's default."""
+        unknown = sorted(set(fields) - SUBMIT_FIELDS)
+        if unknown:
+            allowed = ", ".join(f.name for f in SUBMIT_SPEC)
+            raise GPUSchedError(f"unknown submit field {unknown[0]!r}; the fields are {allowed}", field=unknown[0])
         body = {"notebook": self.server_path(notebook), **{k: v for k, v in fields.items() if v is not None}}
         return self._request("POST", "jobs", json=body).json()
 

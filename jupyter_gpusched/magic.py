@@ -2,13 +2,13 @@
 
     %load_ext jupyter_gpusched
     %gpusched submit train.ipynb --gpus 2 --priority high -p lr=0.1
-    %gpusched list | status ID | cancel ID | logs ID | queues | cluster | forecast
+    %gpusched list | status ID | cancel ID | logs ID | output ID | queues | cluster | forecast
 
     %%gpusched --gpus 1 --priority high
     import torch; print(torch.cuda.device_count())
 
-Both go through the one client (client.py), which finds the server from inside the kernel.
-Errors are one line, never a traceback.
+Both go through the one client (client.py), which finds the server from inside the kernel, and take
+the CLI's submit options (one per job-spec field). Errors are one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -19,15 +19,18 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import nbformat
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
 from . import cli
+from .cli.options import add_spec_options, spec_from_args
 from .client import Client, GPUSchedError
 
 CELL_DIR = ".gpusched-cells"  # where %%gpusched writes the notebooks it submits
+_GLOBAL_OPTIONS = ("--url", "--token")  # they take a value: the command is the first word after them
 
 
 class _Exit(Exception):
@@ -37,10 +40,10 @@ class _Exit(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse that reports instead of calling sys.exit inside a kernel."""
 
-    def error(self, message: str) -> None:
+    def error(self, message: str) -> NoReturn:
         raise _Exit(f"{self.prog}: error: {message}")
 
-    def exit(self, status: int = 0, message: str | None = None) -> None:
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         if message:
             sys.stderr.write(message)
         raise _Exit("")
@@ -48,15 +51,42 @@ class _Parser(argparse.ArgumentParser):
 
 def _cell_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="%%gpusched", description="Run this cell's code as a GPU job and show its output here.")
-    p.add_argument("--gpus", type=int, default=1)
-    p.add_argument("--priority", choices=["high", "normal", "low"], default="normal")
-    p.add_argument("--tenant")
-    p.add_argument("--max-runtime", type=float)
-    p.add_argument("--preemptible", action="store_true")
+    add_spec_options(p)
     p.add_argument("--no-wait", action="store_true", help="submit and return at once")
     p.add_argument("--url")
     p.add_argument("--token")
     return p
+
+
+def _split(line: str, prog: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as exc:  # e.g. an unclosed quote
+        raise _Exit(f"{prog}: error: {exc}") from None
+
+
+def _command_word(argv: list[str]) -> str | None:
+    """The command in a `%gpusched` line: its first word that is not a global option (or an option's value)."""
+    words = iter(argv)
+    for word in words:
+        if word in _GLOBAL_OPTIONS:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def _check_command(argv: list[str]) -> None:
+    """One clear line for a line that names no command, a terminal-only one, or an unknown one."""
+    known = ", ".join(cli.SERVER_COMMANDS)
+    command = _command_word(argv)
+    if command is None:
+        if not {"-h", "--help"} & set(argv):
+            raise _Exit(f"%gpusched: name a command: {known} (%gpusched --help)")
+    elif command in cli.SELF_PARSING_COMMANDS:
+        raise _Exit(f"%gpusched: {command} runs from a terminal: jupyter gpusched {command} --help")
+    elif command not in cli.SERVER_COMMANDS:
+        raise _Exit(f"%gpusched: unknown command {command!r}; known commands: {known}")
 
 
 def cell_notebook(code: str, folder: Path) -> Path:
@@ -103,24 +133,17 @@ class GPUSchedMagics(Magics):
             print("gpusched: interrupted (the job keeps its place; cancel it with %gpusched cancel ID)", file=sys.stderr)
 
     def _line(self, line: str) -> None:
-        # the CLI's own commands; errors are reported in the cell instead of exiting
-        args = cli.build_parser("%gpusched", _Parser).parse_args(shlex.split(line))
-        if args.command == "bench":
-            raise _Exit("%gpusched: bench runs from a terminal: jupyter gpusched bench --help")
+        # the CLI's server commands; errors are reported in the cell instead of exiting
+        argv = _split(line, "%gpusched")
+        _check_command(argv)
+        args = cli.build_parser("%gpusched", _Parser, self_parsing=False).parse_args(argv)
         cli.run(args, out=sys.stdout)
 
     def _cell(self, line: str, code: str) -> None:
-        args = _cell_parser().parse_args(shlex.split(line))
+        args = _cell_parser().parse_args(_split(line, "%%gpusched"))
         client = Client(args.url, args.token)
         path = cell_notebook(code, Path.cwd() / CELL_DIR)
-        job = client.submit(
-            str(path),
-            gpus=args.gpus,
-            priority=args.priority,
-            tenant=args.tenant,
-            max_runtime=args.max_runtime,
-            preemptible=args.preemptible,
-        )
+        job = client.submit(str(path), **spec_from_args(args))
         print(f"submitted {job['id']} ({job['gpus']} GPU, {job['priority']})", file=sys.stderr)
         if args.no_wait:
             return

@@ -6,7 +6,11 @@ const base = jestJupyterLab(__dirname);
 module.exports = {
   ...base,
   automock: false,
-  collectCoverageFrom: ['src/**/*.{ts,tsx}', '!src/**/*.d.ts', '!src/__tests__/**'],
+  collectCoverageFrom: [
+    'src/**/*.{ts,tsx}',
+    '!src/**/*.d.ts',
+    '!src/__tests__/**'
+  ],
   coverageReporters: ['text-summary'],
   reporters: ['default'],
   testRegex: 'src/__tests__/.*\\.spec\\.tsx?$'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import nbformat
@@ -62,6 +63,42 @@ def test_magics_in_a_real_kernel(live_server, monkeypatch):
     assert "TENANT" in out[7] and "default" in out[7]
     assert "GPU demand" in out[8]
     assert all(c.get("outputs") is not None for c in nb.cells)
+    assert not any(o.output_type == "error" for c in nb.cells for o in c.get("outputs", []))
+
+
+def test_magic_speaks_the_apis_fields_and_names_its_commands(live_server, monkeypatch):
+    root = live_server.root
+    make_notebook(root / "echo.ipynb", "print('echo ran')", parameters="lr = 0.1")
+    sources = [
+        "%load_ext jupyter_gpusched",
+        "%gpusched frobnicate",
+        "%gpusched",
+        "%gpusched manifest echo.ipynb",
+        "%gpusched submit echo.ipynb -p 2x=1",
+        "%gpusched submit echo.ipynb -p 'unclosed",
+        "%gpusched submit echo.ipynb --json --max-retries 0 --gpu-type T4 --priority low"
+        " -p lr=1e-3 -p day=2024-01-01 -p x=None -p sizes=[1,2]",
+        "%%gpusched --max-retries 1 --no-wait -p n=3\nprint(n)",
+    ]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in sources]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(live_server.runtime))
+    monkeypatch.delenv("GPUSCHED_URL", raising=False)
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(root)}}).execute()
+    out = [outputs_text(c).strip() for c in nb.cells]
+    known = "submit, list, status, cancel, logs, output, queues, cluster, forecast"
+    assert out[1] == f"%gpusched: unknown command 'frobnicate'; known commands: {known}"
+    assert out[2] == f"%gpusched: name a command: {known} (%gpusched --help)"
+    assert out[3] == "%gpusched: manifest runs from a terminal: jupyter gpusched manifest --help"
+    assert out[4] == "%gpusched submit: error: argument -p/--param: parameter name '2x' is not a valid Python identifier (in '2x=1')"
+    assert out[5] == "%gpusched: error: No closing quotation"
+    job = json.loads(out[6])
+    assert job["parameters"] == {"lr": 0.001, "day": "2024-01-01", "x": None, "sizes": [1, 2]}
+    assert (job["max_retries"], job["gpu_type"], job["priority"]) == (0, "T4", "low")
+    assert out[7].startswith("submitted ") and "(1 GPU, normal)" in out[7], out[7]
+    cell_job = Client(live_server.url, live_server.token).get(out[7].split()[1])
+    assert cell_job["max_retries"] == 1 and cell_job["parameters"] == {"n": 3}
     assert not any(o.output_type == "error" for c in nb.cells for o in c.get("outputs", []))
 
 

@@ -15,9 +15,10 @@ from datetime import datetime
 from typing import Any
 
 import ipywidgets as w
-import yaml
 
 from ..client import Client, GPUSchedError
+from ..core.spec_fields import DEFAULT_PRIORITY, PRIORITY_CHOICES
+from ..params import parse_lines
 
 __all__ = ["ForecastChart", "QueueView", "SubmitForm"]
 
@@ -33,22 +34,6 @@ STATE_COLORS = {
 }
 
 
-def _parse_params(text: str) -> dict[str, Any]:
-    params = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if "=" not in line:
-            raise ValueError(f"parameter line {n} must look like name=value")
-        name, raw = line.split("=", 1)
-        try:
-            params[name.strip()] = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
-            params[name.strip()] = raw.strip()
-    return params
-
-
 class SubmitForm(w.VBox):
     """A form that queues a notebook as a GPU job and says what happened."""
 
@@ -56,7 +41,7 @@ class SubmitForm(w.VBox):
         self._client = client
         self.notebook = w.Text(value=notebook, description="Notebook", placeholder="path/to/notebook.ipynb")
         self.gpus = w.BoundedIntText(value=1, min=1, max=1024, description="GPUs")
-        self.priority = w.Dropdown(options=["high", "normal", "low"], value="normal", description="Priority")
+        self.priority = w.Dropdown(options=list(PRIORITY_CHOICES), value=DEFAULT_PRIORITY, description="Priority")
         self.tenant = w.Text(value="", description="Tenant", placeholder="(yours)")
         self.max_runtime = w.FloatText(value=0.0, description="Max runtime (s)", style={"description_width": "initial"})
         self.preemptible = w.Checkbox(value=False, description="Spot OK (preemptible)")
@@ -85,7 +70,7 @@ class SubmitForm(w.VBox):
                 tenant=self.tenant.value.strip() or None,
                 max_runtime=self.max_runtime.value or None,
                 preemptible=self.preemptible.value,
-                parameters=_parse_params(self.parameters.value),
+                parameters=parse_lines(self.parameters.value),
             )
         except (GPUSchedError, ValueError) as exc:
             self.status.value = f'<span style="color:#e53935">{html.escape(str(exc))}</span>'
@@ -199,7 +184,8 @@ class ForecastChart(w.VBox):
 
         fig = Figure(figsize=(8, 3), dpi=100)
         ax = fig.add_subplot()
-        times = [datetime.fromisoformat(t) for t in self.usage.get("minutes", [])]
+        # matplotlib plots datetimes (its stubs only say numbers)
+        times: list[Any] = [datetime.fromisoformat(t) for t in self.usage.get("minutes", [])]
         total_req = [0] * len(times)
         total_alloc = [0] * len(times)
         for tenant, series in sorted(self.usage.get("tenants", {}).items()):
@@ -210,7 +196,7 @@ class ForecastChart(w.VBox):
             ax.plot(times, total_alloc, label="all allocated", color="black", linewidth=2)
         fc = self.forecast or {}
         if fc.get("times"):
-            ft = [datetime.fromisoformat(t) for t in fc["times"]]
+            ft: list[Any] = [datetime.fromisoformat(t) for t in fc["times"]]
             ax.plot(ft, fc["values"], color="tab:purple", linestyle="--", label="forecast")
             if fc.get("lower") and fc.get("upper"):
                 ax.fill_between(ft, fc["lower"], fc["upper"], color="tab:purple", alpha=0.2, label="forecast band")

@@ -20,7 +20,9 @@ const EXT_DIR = path.resolve(__dirname, '..');
 const WIN = process.platform === 'win32';
 
 function which(name) {
-  const exts = WIN ? (process.env.PATHEXT || '.EXE;.CMD;.BAT').split(';').concat(['']) : [''];
+  const exts = WIN
+    ? (process.env.PATHEXT || '.EXE;.CMD;.BAT').split(';').concat([''])
+    : [''];
   for (const dir of (process.env.PATH || '').split(path.delimiter)) {
     if (!dir) continue;
     for (const ext of exts) {
@@ -42,7 +44,8 @@ function jupyterlabBeside(jupyter) {
   const lib = path.join(prefix, 'lib');
   if (fs.existsSync(lib)) {
     for (const entry of fs.readdirSync(lib)) {
-      if (/^python3/.test(entry)) roots.push(path.join(lib, entry, 'site-packages'));
+      if (/^python3/.test(entry))
+        roots.push(path.join(lib, entry, 'site-packages'));
     }
   }
   for (const root of roots) {
@@ -56,7 +59,8 @@ function jupyterlabBeside(jupyter) {
 function pythonOf(script) {
   try {
     const head = fs.readFileSync(script, 'utf8').slice(0, 1024).split('\n');
-    if (head[0].startsWith('#!') && /python/.test(head[0])) return head[0].slice(2).trim().split(/\s+/)[0];
+    if (head[0].startsWith('#!') && /python/.test(head[0]))
+      return head[0].slice(2).trim().split(/\s+/)[0];
     const exec = /^'''exec' (\S+)/.exec(head[1] || '');
     if (exec) return exec[1];
   } catch {
@@ -82,15 +86,20 @@ function main() {
   const args = process.argv.slice(2);
   const jupyter = which('jupyter');
   if (!jupyter) {
-    console.error('build-labextension: `jupyter` is not on PATH; install jupyterlab (pip install jupyterlab) first.');
+    console.error(
+      'build-labextension: `jupyter` is not on PATH; install jupyterlab (pip install jupyterlab) first.'
+    );
     process.exit(1);
   }
   let coreFile = process.env.JUPYTERLAB_CORE_PACKAGE_FILE || '';
   let labDir = null;
   if (!coreFile) {
-    labDir = jupyterlabBeside(jupyter) || jupyterlabFromPython(pythonOf(jupyter));
+    labDir =
+      jupyterlabBeside(jupyter) || jupyterlabFromPython(pythonOf(jupyter));
     if (!labDir) {
-      console.error(`build-labextension: cannot find the jupyterlab package that ${jupyter} belongs to.`);
+      console.error(
+        `build-labextension: cannot find the jupyterlab package that ${jupyter} belongs to.`
+      );
       process.exit(1);
     }
     coreFile = path.join(labDir, 'staging', 'package.json');
@@ -100,7 +109,9 @@ function main() {
     process.exit(1);
   }
   // JupyterLab >= 4.6 (jupyter_builder) takes --core-package-file; older ones take --core-path.
-  const help = spawnSync(jupyter, ['labextension', 'build', '--help-all'], { encoding: 'utf8' });
+  const help = spawnSync(jupyter, ['labextension', 'build', '--help-all'], {
+    encoding: 'utf8'
+  });
   const coreFlag = /--core-package-file/.test(help.stdout || '')
     ? ['--core-package-file', coreFile]
     : ['--core-path', path.dirname(coreFile)];

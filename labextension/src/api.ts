@@ -8,7 +8,18 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import { toJSONText } from './params';
-import { IApiErrorBody, ICluster, IJobDetail, IJobEvent, IJobFilter, IJobList, IJobSubmit, ILogChunk, IMe, IQueues } from './tokens';
+import {
+  IApiErrorBody,
+  ICluster,
+  IJobDetail,
+  IJobEvent,
+  IJobFilter,
+  IJobList,
+  IJobSubmit,
+  ILogChunk,
+  IMe,
+  IQueues
+} from './tokens';
 
 /** Path of the REST API below the server's base URL. */
 export const API_PATH = 'gpusched/api';
@@ -48,13 +59,17 @@ export function apiUrl(
     return url;
   }
   const qs = entries
-    .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`)
+    .map(
+      ([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`
+    )
     .join('&');
   return `${url}?${qs}`;
 }
 
 /** Turn a non-2xx response into a GPUSchedError with the server's own words. */
-export async function errorFromResponse(response: Response): Promise<GPUSchedError> {
+export async function errorFromResponse(
+  response: Response
+): Promise<GPUSchedError> {
   let text = '';
   try {
     text = await response.text();
@@ -67,7 +82,12 @@ export async function errorFromResponse(response: Response): Promise<GPUSchedErr
   } catch {
     body = null;
   }
-  if (body && typeof body === 'object' && typeof body.message === 'string' && body.message) {
+  if (
+    body &&
+    typeof body === 'object' &&
+    typeof body.message === 'string' &&
+    body.message
+  ) {
     return new GPUSchedError(
       body.message,
       response.status,
@@ -121,7 +141,11 @@ export class GPUSchedAPI {
     const url = this.url(parts, query);
     let response: Response;
     try {
-      response = await ServerConnection.makeRequest(url, init, this.serverSettings);
+      response = await ServerConnection.makeRequest(
+        url,
+        init,
+        this.serverSettings
+      );
     } catch (err) {
       const detail = err instanceof Error ? err.message : String(err);
       throw new GPUSchedError(
@@ -155,13 +179,17 @@ export class GPUSchedAPI {
   }
 
   listJobs(filter: IJobFilter = {}): Promise<IJobList> {
-    return this.requestJSON<IJobList>(['jobs'], {}, {
-      state: filter.state,
-      tenant: filter.tenant,
-      mine: filter.mine ? 'true' : undefined,
-      limit: filter.limit,
-      offset: filter.offset
-    });
+    return this.requestJSON<IJobList>(
+      ['jobs'],
+      {},
+      {
+        state: filter.state,
+        tenant: filter.tenant,
+        mine: filter.mine ? 'true' : undefined,
+        limit: filter.limit,
+        offset: filter.offset
+      }
+    );
   }
 
   getJob(id: string): Promise<IJobDetail> {
@@ -181,16 +209,27 @@ export class GPUSchedAPI {
   }
 
   async events(id: string): Promise<IJobEvent[]> {
-    const body = await this.requestJSON<{ events: IJobEvent[] }>(['jobs', id, 'events']);
+    const body = await this.requestJSON<{ events: IJobEvent[] }>([
+      'jobs',
+      id,
+      'events'
+    ]);
     return body.events;
   }
 
   /** The log from byte `offset` on, and the offset to ask for next. */
   async log(id: string, offset = 0): Promise<ILogChunk> {
-    const response = await this.request(['jobs', id, 'log'], {}, { offset: offset || undefined });
+    const response = await this.request(
+      ['jobs', id, 'log'],
+      {},
+      { offset: offset || undefined }
+    );
     const text = await response.text();
     const header = response.headers.get('X-Log-Offset');
-    const next = header !== null && /^\d+$/.test(header) ? Number(header) : offset + utf8Length(text);
+    const next =
+      header !== null && /^\d+$/.test(header)
+        ? Number(header)
+        : offset + utf8Length(text);
     return { text, offset: next };
   }
 

@@ -6,7 +6,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { GPUSchedError } from './api';
 import { IParameterRow, rowsToParameters } from './params';
-import { IJobSubmit, Priority } from './tokens';
+import { IJobDetail, IJobSubmit, Priority } from './tokens';
 
 export interface IFormValues {
   notebook: string;
@@ -50,11 +50,15 @@ export function formField(serverField: string | null): string | null {
 }
 
 /** The request body for the form's values, or the messages that stop it being sent. */
-export function buildSubmit(values: IFormValues): { spec?: IJobSubmit; errors: FieldErrors } {
+export function buildSubmit(values: IFormValues): {
+  spec?: IJobSubmit;
+  errors: FieldErrors;
+} {
   const errors: FieldErrors = {};
   const notebook = values.notebook.trim();
   if (!notebook) {
-    errors.notebook = 'Choose a notebook: open one, or right-click it in the file browser.';
+    errors.notebook =
+      'Choose a notebook: open one, or right-click it in the file browser.';
   }
   const gpusText = values.gpus.trim();
   if (!/^[-+]?\d+$/.test(gpusText)) {
@@ -65,7 +69,8 @@ export function buildSubmit(values: IFormValues): { spec?: IJobSubmit; errors: F
   if (rt) {
     const minutes = Number(rt);
     if (!Number.isFinite(minutes) || minutes <= 0) {
-      errors.maxRuntime = 'Max runtime must be a positive number of minutes (or empty for no limit).';
+      errors.maxRuntime =
+        'Max runtime must be a positive number of minutes (or empty for no limit).';
     } else {
       maxRuntime = Math.round(minutes * 60 * 1000) / 1000;
     }
@@ -103,6 +108,21 @@ export function buildSubmit(values: IFormValues): { spec?: IJobSubmit; errors: F
     spec.max_runtime = maxRuntime;
   }
   return { spec, errors };
+}
+
+/** The body that submits a job again exactly as it was asked for. */
+export function resubmitBody(d: IJobDetail): IJobSubmit {
+  return {
+    notebook: d.notebook,
+    gpus: d.gpus,
+    priority: d.priority,
+    tenant: d.tenant,
+    parameters: d.parameters,
+    max_runtime: d.max_runtime,
+    preemptible: d.preemptible,
+    max_retries: d.max_retries,
+    gpu_type: d.gpu_type
+  };
 }
 
 /** The form's values and its messages; `changed` fires on every change. */
@@ -185,7 +205,10 @@ export class SubmitFormModel {
   }
 
   /** Apply new defaults (from the settings) to fields still at the old defaults. */
-  setDefaults(previous: { gpus: number; priority: Priority }, next: { gpus: number; priority: Priority }): void {
+  setDefaults(
+    previous: { gpus: number; priority: Priority },
+    next: { gpus: number; priority: Priority }
+  ): void {
     const patch: Partial<IFormValues> = {};
     if (this._values.gpus === String(previous.gpus)) {
       patch.gpus = String(next.gpus);

@@ -17,17 +17,25 @@ export function formatDuration(seconds: number): string {
 }
 
 /** Seconds the job has run (to its end, or to `now` while it runs); null before it started. */
-export function elapsedSeconds(job: IJob, now: number = Date.now()): number | null {
+export function elapsedSeconds(
+  job: IJob,
+  now: number = Date.now()
+): number | null {
   if (!job.started) {
     return null;
   }
   const start = Date.parse(job.started);
   const end = job.finished ? Date.parse(job.finished) : now;
-  return Number.isFinite(start) && Number.isFinite(end) ? (end - start) / 1000 : null;
+  return Number.isFinite(start) && Number.isFinite(end)
+    ? (end - start) / 1000
+    : null;
 }
 
 /** `in 3m 05s (14:05)` / `now` for an ISO time, relative to `now`. */
-export function formatStart(iso: string | null, now: number = Date.now()): string {
+export function formatStart(
+  iso: string | null,
+  now: number = Date.now()
+): string {
   if (!iso) {
     return 'unknown';
   }
@@ -35,7 +43,10 @@ export function formatStart(iso: string | null, now: number = Date.now()): strin
   if (!Number.isFinite(t)) {
     return 'unknown';
   }
-  const clock = new Date(t).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  const clock = new Date(t).toLocaleTimeString([], {
+    hour: '2-digit',
+    minute: '2-digit'
+  });
   const wait = (t - now) / 1000;
   return wait <= 1 ? `now (${clock})` : `in ${formatDuration(wait)} (${clock})`;
 }

@@ -181,7 +181,11 @@ export class JobsModel implements IDisposable {
     return new Poll({
       auto: false,
       factory: () => this._fetch(),
-      frequency: { interval: ms, backoff: true, max: Math.max(ms * 12, 60_000) },
+      frequency: {
+        interval: ms,
+        backoff: true,
+        max: Math.max(ms * 12, 60_000)
+      },
       name: 'jupyter-gpusched:jobs',
       standby: 'when-hidden'
     });
@@ -207,7 +211,9 @@ export class JobsModel implements IDisposable {
         this._queuesAt = Date.now();
       }
       const details = new Map<string, IJobDetail>();
-      const waiting = list.jobs.filter(j => j.state === 'QUEUED').slice(0, this._detailLimit);
+      const waiting = list.jobs
+        .filter(j => j.state === 'QUEUED')
+        .slice(0, this._detailLimit);
       const fetched = await Promise.all(
         waiting.map(j => this.api.getJob(j.id).catch(() => undefined))
       );

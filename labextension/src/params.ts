@@ -28,7 +28,10 @@ export function toJSONText(body: unknown): string {
   const text = JSON.stringify(body, (_key, value) =>
     value instanceof PyFloat ? `\u0000${tag}${formatFloat(value.value)}` : value
   );
-  return text.split(`"\\u0000${tag}`).map((part, i) => (i === 0 ? part : part.replace('"', ''))).join('');
+  return text
+    .split(`"\\u0000${tag}`)
+    .map((part, i) => (i === 0 ? part : part.replace('"', '')))
+    .join('');
 }
 
 /** One editable parameter row. */
@@ -48,7 +51,9 @@ export interface ICellLike {
 const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)\s*(?::\s*[^=]+?)?\s*=\s*(.+)$/;
 
 /** The source of the first code cell tagged `parameters`, or null. */
-export function parametersSource(cells: ReadonlyArray<ICellLike>): string | null {
+export function parametersSource(
+  cells: ReadonlyArray<ICellLike>
+): string | null {
   for (const cell of cells) {
     const tags = cell.metadata?.tags;
     if (
@@ -123,7 +128,9 @@ export function parseValue(text: string): unknown {
   }
   if (/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(t)) {
     const n = Number(t);
-    return /[.eE]/.test(t) && Number.isInteger(n) && Number.isFinite(n) ? new PyFloat(n) : n;
+    return /[.eE]/.test(t) && Number.isInteger(n) && Number.isFinite(n)
+      ? new PyFloat(n)
+      : n;
   }
   if (t === 'True' || t === 'true') {
     return true;
@@ -180,7 +187,9 @@ function pythonToJson(t: string): string {
 }
 
 /** The `parameters` object for the API from the rows (blank names skipped). */
-export function rowsToParameters(rows: ReadonlyArray<IParameterRow>): Record<string, unknown> {
+export function rowsToParameters(
+  rows: ReadonlyArray<IParameterRow>
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const row of rows) {
     const name = row.name.trim();
@@ -192,8 +201,13 @@ export function rowsToParameters(rows: ReadonlyArray<IParameterRow>): Record<str
 }
 
 /** Rows showing a job's parameters (for a resubmit), values as Python-ish text. */
-export function parametersToRows(parameters: Record<string, unknown>): IParameterRow[] {
-  return Object.entries(parameters).map(([name, v]) => ({ name, value: formatValue(v) }));
+export function parametersToRows(
+  parameters: Record<string, unknown>
+): IParameterRow[] {
+  return Object.entries(parameters).map(([name, v]) => ({
+    name,
+    value: formatValue(v)
+  }));
 }
 
 export function formatValue(v: unknown): string {

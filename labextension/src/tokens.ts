@@ -34,6 +34,7 @@ export const RUNNING_STATES: ReadonlySet<JobState> = new Set<JobState>([
   'RUNNING'
 ]);
 
+/** Job priorities, most urgent first (the server's `Priority`; checked against openapi.yaml). */
 export type Priority = 'high' | 'normal' | 'low';
 export const PRIORITIES: ReadonlyArray<Priority> = ['high', 'normal', 'low'];
 
@@ -94,6 +95,19 @@ export interface IJobSubmit {
   gpu_type?: string | null;
 }
 
+/** The fields of `IJobSubmit`, in the API's order (held equal to openapi.yaml by a test). */
+export const SUBMIT_FIELDS: ReadonlyArray<keyof IJobSubmit> = [
+  'notebook',
+  'gpus',
+  'priority',
+  'tenant',
+  'parameters',
+  'max_runtime',
+  'preemptible',
+  'max_retries',
+  'gpu_type'
+];
+
 export interface IJobList {
   jobs: IJob[];
   total: number;
@@ -144,7 +158,7 @@ export interface IClusterPool {
   name: string;
   spot: boolean;
   price_per_gpu_hour: number;
-  /** Not in the API yet; used when a server sends it. */
+  /** The pool's GPU model, where it has one; the form offers a choice when pools differ. */
   gpu_type?: string | null;
 }
 

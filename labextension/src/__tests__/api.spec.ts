@@ -4,24 +4,46 @@ import { FakeServer, json } from './fakeServer';
 
 describe('apiUrl', () => {
   it('joins the base URL, the API path and encoded parts', () => {
-    expect(apiUrl('http://h/base/', ['jobs'])).toBe('http://h/base/gpusched/api/jobs');
-    expect(apiUrl('http://h/base', ['jobs', 'a b/c', 'log'])).toBe('http://h/base/gpusched/api/jobs/a%20b%2Fc/log');
+    expect(apiUrl('http://h/base/', ['jobs'])).toBe(
+      'http://h/base/gpusched/api/jobs'
+    );
+    expect(apiUrl('http://h/base', ['jobs', 'a b/c', 'log'])).toBe(
+      'http://h/base/gpusched/api/jobs/a%20b%2Fc/log'
+    );
   });
 
   it('adds only the query entries that have a value', () => {
-    const url = apiUrl('http://h/', ['jobs'], { state: 'QUEUED', mine: 'true', tenant: undefined, limit: 5, x: null, y: '' });
-    expect(url).toBe('http://h/gpusched/api/jobs?state=QUEUED&mine=true&limit=5');
+    const url = apiUrl('http://h/', ['jobs'], {
+      state: 'QUEUED',
+      mine: 'true',
+      tenant: undefined,
+      limit: 5,
+      x: null,
+      y: ''
+    });
+    expect(url).toBe(
+      'http://h/gpusched/api/jobs?state=QUEUED&mine=true&limit=5'
+    );
   });
 
   it('encodes query values', () => {
-    expect(apiUrl('http://h/', ['jobs'], { tenant: 'team a&b' })).toBe('http://h/gpusched/api/jobs?tenant=team%20a%26b');
+    expect(apiUrl('http://h/', ['jobs'], { tenant: 'team a&b' })).toBe(
+      'http://h/gpusched/api/jobs?tenant=team%20a%26b'
+    );
   });
 });
 
 describe('errorFromResponse', () => {
   it("carries the server's error, message and field", async () => {
     const err = await errorFromResponse(
-      json({ error: 'invalid_value', message: '99 GPUs requested but the cluster has 2', field: 'gpus' }, 400)
+      json(
+        {
+          error: 'invalid_value',
+          message: '99 GPUs requested but the cluster has 2',
+          field: 'gpus'
+        },
+        400
+      )
     );
     expect(err).toBeInstanceOf(GPUSchedError);
     expect(err.message).toBe('99 GPUs requested but the cluster has 2');
@@ -31,18 +53,24 @@ describe('errorFromResponse', () => {
   });
 
   it('has a null field when the server names none', async () => {
-    const err = await errorFromResponse(json({ error: 'bad_json', message: 'not JSON', field: null }, 400));
+    const err = await errorFromResponse(
+      json({ error: 'bad_json', message: 'not JSON', field: null }, 400)
+    );
     expect(err.field).toBeNull();
   });
 
   it('explains a 404 that is not ours (extension not enabled)', async () => {
-    const err = await errorFromResponse(new Response('<html>404</html>', { status: 404, statusText: 'Not Found' }));
+    const err = await errorFromResponse(
+      new Response('<html>404</html>', { status: 404, statusText: 'Not Found' })
+    );
     expect(err.status).toBe(404);
     expect(err.message).toMatch(/server extension/);
   });
 
   it('falls back to the status line for other non-JSON bodies', async () => {
-    const err = await errorFromResponse(new Response('oops', { status: 502, statusText: 'Bad Gateway' }));
+    const err = await errorFromResponse(
+      new Response('oops', { status: 502, statusText: 'Bad Gateway' })
+    );
     expect(err.message).toBe('The server answered 502 Bad Gateway.');
     expect(err.code).toBe('http_error');
   });
@@ -58,7 +86,8 @@ describe('GPUSchedAPI', () => {
   });
 
   it('lists jobs under the base URL with filters and the token', async () => {
-    server.routes['GET jobs'] = () => json({ jobs: [], total: 0, next_offset: null });
+    server.routes['GET jobs'] = () =>
+      json({ jobs: [], total: 0, next_offset: null });
     await api.listJobs({ state: 'RUNNING', mine: true, limit: 1 });
     const [req] = server.calls('jobs');
     expect(req.url.pathname).toBe('/lab-base/gpusched/api/jobs');
@@ -70,24 +99,46 @@ describe('GPUSchedAPI', () => {
   });
 
   it('posts a submit as JSON and returns the job', async () => {
-    server.routes['POST jobs'] = req => json({ id: 'abc', state: 'QUEUED', ...JSON.parse(req.body) }, 201);
-    const job = await api.submit({ notebook: 'train.ipynb', gpus: 2, parameters: { lr: 0.1 } });
+    server.routes['POST jobs'] = req =>
+      json({ id: 'abc', state: 'QUEUED', ...JSON.parse(req.body) }, 201);
+    const job = await api.submit({
+      notebook: 'train.ipynb',
+      gpus: 2,
+      parameters: { lr: 0.1 }
+    });
     expect(job.id).toBe('abc');
     const [req] = server.calls('jobs', 'POST');
-    expect(JSON.parse(req.body)).toEqual({ notebook: 'train.ipynb', gpus: 2, parameters: { lr: 0.1 } });
+    expect(JSON.parse(req.body)).toEqual({
+      notebook: 'train.ipynb',
+      gpus: 2,
+      parameters: { lr: 0.1 }
+    });
     expect(req.headers.get('Content-Type')).toBe('application/json');
   });
 
   it('sends whole floats typed as floats as JSON floats', async () => {
-    server.routes['POST jobs'] = req => json({ id: 'abc', state: 'QUEUED', ...JSON.parse(req.body) }, 201);
-    await api.submit({ notebook: 'train.ipynb', parameters: rowsToParameters([{ name: 'seconds', value: '3.0' }]) });
+    server.routes['POST jobs'] = req =>
+      json({ id: 'abc', state: 'QUEUED', ...JSON.parse(req.body) }, 201);
+    await api.submit({
+      notebook: 'train.ipynb',
+      parameters: rowsToParameters([{ name: 'seconds', value: '3.0' }])
+    });
     expect(server.calls('jobs', 'POST')[0].body).toContain('"seconds":3.0');
   });
 
   it('rejects a refused submit with the field at fault', async () => {
     server.routes['POST jobs'] = () =>
-      json({ error: 'invalid_value', message: "parameter name 'for' is not a valid Python identifier", field: 'parameters.for' }, 400);
-    await expect(api.submit({ notebook: 'n.ipynb', parameters: { for: 1 } })).rejects.toMatchObject({
+      json(
+        {
+          error: 'invalid_value',
+          message: "parameter name 'for' is not a valid Python identifier",
+          field: 'parameters.for'
+        },
+        400
+      );
+    await expect(
+      api.submit({ notebook: 'n.ipynb', parameters: { for: 1 } })
+    ).rejects.toMatchObject({
       name: 'GPUSchedError',
       status: 400,
       field: 'parameters.for',
@@ -97,8 +148,19 @@ describe('GPUSchedAPI', () => {
 
   it('cancels with DELETE and maps 409', async () => {
     server.routes['DELETE jobs/j1'] = () =>
-      json({ error: 'conflict', message: 'job j1 already ended (SUCCEEDED); nothing to cancel', field: 'id' }, 409);
-    await expect(api.cancel('j1')).rejects.toMatchObject({ status: 409, code: 'conflict', field: 'id' });
+      json(
+        {
+          error: 'conflict',
+          message: 'job j1 already ended (SUCCEEDED); nothing to cancel',
+          field: 'id'
+        },
+        409
+      );
+    await expect(api.cancel('j1')).rejects.toMatchObject({
+      status: 409,
+      code: 'conflict',
+      field: 'id'
+    });
     expect(server.calls('jobs/j1', 'DELETE')).toHaveLength(1);
   });
 
@@ -106,14 +168,23 @@ describe('GPUSchedAPI', () => {
     server.routes['GET jobs/j1/log'] = req =>
       new Response('épochs 1\n', {
         status: 200,
-        headers: { 'Content-Type': 'text/plain', 'X-Log-Offset': String(Number(req.url.searchParams.get('offset') ?? 0) + 10) }
+        headers: {
+          'Content-Type': 'text/plain',
+          'X-Log-Offset': String(
+            Number(req.url.searchParams.get('offset') ?? 0) + 10
+          )
+        }
       });
     const first = await api.log('j1');
     expect(first).toEqual({ text: 'épochs 1\n', offset: 10 });
-    expect(server.calls('jobs/j1/log')[0].url.searchParams.has('offset')).toBe(false);
+    expect(server.calls('jobs/j1/log')[0].url.searchParams.has('offset')).toBe(
+      false
+    );
     const next = await api.log('j1', 10);
     expect(next.offset).toBe(20);
-    expect(server.calls('jobs/j1/log')[1].url.searchParams.get('offset')).toBe('10');
+    expect(server.calls('jobs/j1/log')[1].url.searchParams.get('offset')).toBe(
+      '10'
+    );
   });
 
   it('counts UTF-8 bytes when the offset header is missing', async () => {
@@ -122,8 +193,10 @@ describe('GPUSchedAPI', () => {
   });
 
   it('fetches the executed notebook, queues and cluster', async () => {
-    server.routes['GET jobs/j1/output'] = () => json({ nbformat: 4, cells: [] });
-    server.routes['GET queues'] = () => json({ policy: 'dynamic', queues: { default: { quota: 2 } } });
+    server.routes['GET jobs/j1/output'] = () =>
+      json({ nbformat: 4, cells: [] });
+    server.routes['GET queues'] = () =>
+      json({ policy: 'dynamic', queues: { default: { quota: 2 } } });
     server.routes['GET cluster'] = () => json({ total_gpus: 2, free_gpus: 1 });
     expect((await api.output('j1')).nbformat).toBe(4);
     expect(Object.keys((await api.queues()).queues)).toEqual(['default']);
@@ -132,11 +205,15 @@ describe('GPUSchedAPI', () => {
 
   it('turns a network failure into a status-0 error', async () => {
     server.offline = true;
-    await expect(api.cluster()).rejects.toMatchObject({ status: 0, code: 'network' });
+    await expect(api.cluster()).rejects.toMatchObject({
+      status: 0,
+      code: 'network'
+    });
   });
 
   it('reports a 200 that is not JSON', async () => {
-    server.routes['GET cluster'] = () => new Response('<html/>', { status: 200 });
+    server.routes['GET cluster'] = () =>
+      new Response('<html/>', { status: 200 });
     await expect(api.cluster()).rejects.toMatchObject({ code: 'bad_response' });
   });
 });

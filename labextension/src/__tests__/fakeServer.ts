@@ -10,7 +10,11 @@ export interface IRecorded {
 
 export type Route = (req: IRecorded) => Response | Promise<Response>;
 
-export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
+export function json(
+  body: unknown,
+  status = 200,
+  headers: Record<string, string> = {}
+): Response {
   return new Response(JSON.stringify(body), {
     status,
     headers: { 'Content-Type': 'application/json', ...headers }
@@ -23,23 +27,36 @@ export class FakeServer {
   /** When set, every request fails as if the network were down. */
   offline = false;
 
-  readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings({
-    baseUrl: 'http://localhost:8888/lab-base/',
-    wsUrl: 'ws://localhost:8888/lab-base/',
-    token: 'secret',
-    fetch: (input: RequestInfo | URL, init?: RequestInit) => this.handle(input as Request, init)
-  });
+  readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings(
+    {
+      baseUrl: 'http://localhost:8888/lab-base/',
+      wsUrl: 'ws://localhost:8888/lab-base/',
+      token: 'secret',
+      fetch: (input: RequestInfo | URL, init?: RequestInit) =>
+        this.handle(input as Request, init)
+    }
+  );
 
   /** Requests whose path ends with `suffix` (after gpusched/api/). */
   calls(suffix: string, method = 'GET'): IRecorded[] {
-    return this.requests.filter(r => r.method === method && r.url.pathname.endsWith(`/gpusched/api/${suffix}`));
+    return this.requests.filter(
+      r =>
+        r.method === method &&
+        r.url.pathname.endsWith(`/gpusched/api/${suffix}`)
+    );
   }
 
-  private async handle(request: Request, _init?: RequestInit): Promise<Response> {
+  private async handle(
+    request: Request,
+    _init?: RequestInit
+  ): Promise<Response> {
     const rec: IRecorded = {
       method: request.method,
       url: new URL(request.url),
-      body: request.method === 'GET' || request.method === 'DELETE' ? '' : await request.text(),
+      body:
+        request.method === 'GET' || request.method === 'DELETE'
+          ? ''
+          : await request.text(),
       headers: request.headers
     };
     this.requests.push(rec);
@@ -49,7 +66,14 @@ export class FakeServer {
     const path = rec.url.pathname.replace(/^.*\/gpusched\/api\//, '');
     const route = this.routes[`${rec.method} ${path}`];
     if (!route) {
-      return json({ error: 'not_found', message: `no API endpoint at ${rec.url.pathname}`, field: null }, 404);
+      return json(
+        {
+          error: 'not_found',
+          message: `no API endpoint at ${rec.url.pathname}`,
+          field: null
+        },
+        404
+      );
     }
     return route(rec);
   }

@@ -15,7 +15,9 @@ const values = (patch: Partial<IFormValues> = {}): IFormValues => ({
 
 describe('buildSubmit', () => {
   it('turns the form into the request body', () => {
-    const { spec, errors } = buildSubmit(values({ tenant: 'vision', maxRuntime: '1.5', preemptible: true }));
+    const { spec, errors } = buildSubmit(
+      values({ tenant: 'vision', maxRuntime: '1.5', preemptible: true })
+    );
     expect(errors).toEqual({});
     expect(spec).toEqual({
       notebook: 'train.ipynb',
@@ -35,10 +37,23 @@ describe('buildSubmit', () => {
 
   it('stops what it cannot send', () => {
     const { spec, errors } = buildSubmit(
-      values({ notebook: ' ', gpus: 'two', maxRuntime: '-1', rows: [{ name: 'a', value: '1' }, { name: 'a', value: '2' }] })
+      values({
+        notebook: ' ',
+        gpus: 'two',
+        maxRuntime: '-1',
+        rows: [
+          { name: 'a', value: '1' },
+          { name: 'a', value: '2' }
+        ]
+      })
     );
     expect(spec).toBeUndefined();
-    expect(Object.keys(errors).sort()).toEqual(['gpus', 'maxRuntime', 'notebook', 'parameters.a']);
+    expect(Object.keys(errors).sort()).toEqual([
+      'gpus',
+      'maxRuntime',
+      'notebook',
+      'parameters.a'
+    ]);
   });
 });
 
@@ -54,19 +69,38 @@ describe('server fields', () => {
 
   it('put the message next to the field, or on the form', () => {
     const form = new SubmitFormModel({ gpus: 1, priority: 'normal' });
-    form.setError(new GPUSchedError('99 GPUs requested but the cluster has 2 that this job may use', 400, 'invalid_value', 'gpus'));
-    expect(form.errors).toEqual({ gpus: '99 GPUs requested but the cluster has 2 that this job may use' });
+    form.setError(
+      new GPUSchedError(
+        '99 GPUs requested but the cluster has 2 that this job may use',
+        400,
+        'invalid_value',
+        'gpus'
+      )
+    );
+    expect(form.errors).toEqual({
+      gpus: '99 GPUs requested but the cluster has 2 that this job may use'
+    });
     expect(form.formError).toBeNull();
     form.update({ gpus: '1' }); // editing the field clears its message
     expect(form.errors).toEqual({});
-    form.setError(new GPUSchedError('the request body must be a JSON object', 400, 'bad_json', null));
+    form.setError(
+      new GPUSchedError(
+        'the request body must be a JSON object',
+        400,
+        'bad_json',
+        null
+      )
+    );
     expect(form.formError).toBe('the request body must be a JSON object');
   });
 
   it('applies new defaults only to untouched fields', () => {
     const form = new SubmitFormModel({ gpus: 1, priority: 'normal' });
     form.update({ priority: 'low' });
-    form.setDefaults({ gpus: 1, priority: 'normal' }, { gpus: 2, priority: 'high' });
+    form.setDefaults(
+      { gpus: 1, priority: 'normal' },
+      { gpus: 2, priority: 'high' }
+    );
     expect(form.values.gpus).toBe('2');
     expect(form.values.priority).toBe('low');
   });

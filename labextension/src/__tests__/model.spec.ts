@@ -41,21 +41,42 @@ describe('JobsModel', () => {
     server.routes['GET jobs'] = req => {
       const state = req.url.searchParams.get('state');
       const mine = req.url.searchParams.get('mine') === 'true';
-      const matching = jobs.filter(j => (!state || j.state === state) && (!mine || j.owner === 'me'));
+      const matching = jobs.filter(
+        j => (!state || j.state === state) && (!mine || j.owner === 'me')
+      );
       const limit = Number(req.url.searchParams.get('limit') ?? 1000);
-      return json({ jobs: matching.slice(0, limit), total: matching.length, next_offset: null });
+      return json({
+        jobs: matching.slice(0, limit),
+        total: matching.length,
+        next_offset: null
+      });
     };
-    server.routes['GET cluster'] = () => json({ total_gpus: 4, free_gpus: 3, nodes: [], pools: [] });
-    server.routes['GET queues'] = () => json({ policy: 'dynamic', queues: { default: {}, vision: {} } });
-    model = new JobsModel({ api: new GPUSchedAPI(server.settings), refreshInterval: 0.1 });
+    server.routes['GET cluster'] = () =>
+      json({ total_gpus: 4, free_gpus: 3, nodes: [], pools: [] });
+    server.routes['GET queues'] = () =>
+      json({ policy: 'dynamic', queues: { default: {}, vision: {} } });
+    model = new JobsModel({
+      api: new GPUSchedAPI(server.settings),
+      refreshInterval: 0.1
+    });
   });
 
   afterEach(() => model.dispose());
 
   it('loads jobs, cluster, queues and my counts in one refresh', async () => {
-    jobs = [job('a', 'RUNNING'), job('b', 'QUEUED'), job('c', 'QUEUED', { owner: 'someone else' })];
-    server.routes['GET jobs/b'] = () => json({ ...jobs[1], position: 0, estimated_start: '2026-01-01T00:05:00Z' });
-    server.routes['GET jobs/c'] = () => json({ ...jobs[2], position: 1, estimated_start: null });
+    jobs = [
+      job('a', 'RUNNING'),
+      job('b', 'QUEUED'),
+      job('c', 'QUEUED', { owner: 'someone else' })
+    ];
+    server.routes['GET jobs/b'] = () =>
+      json({
+        ...jobs[1],
+        position: 0,
+        estimated_start: '2026-01-01T00:05:00Z'
+      });
+    server.routes['GET jobs/c'] = () =>
+      json({ ...jobs[2], position: 1, estimated_start: null });
     let changed = 0;
     model.changed.connect(() => changed++);
     expect(model.loaded).toBe(false);
@@ -64,7 +85,10 @@ describe('JobsModel', () => {
     expect(model.jobs.map(j => j.id)).toEqual(['a', 'b', 'c']);
     expect(model.total).toBe(3);
     expect(model.cluster?.free_gpus).toBe(3);
-    expect(Object.keys(model.queues?.queues ?? {})).toEqual(['default', 'vision']);
+    expect(Object.keys(model.queues?.queues ?? {})).toEqual([
+      'default',
+      'vision'
+    ]);
     expect(model.mine).toEqual({ running: 1, queued: 1 });
     expect(model.detail('b')?.position).toBe(0);
     expect(model.detail('a')).toBeUndefined(); // only queued jobs need a position
@@ -76,20 +100,24 @@ describe('JobsModel', () => {
     const seen: IJobTransition[][] = [];
     model.transitions.connect((_, moves) => seen.push(moves));
     jobs = [job('a', 'QUEUED')];
-    server.routes['GET jobs/a'] = () => json({ ...jobs[0], position: 0, estimated_start: null });
+    server.routes['GET jobs/a'] = () =>
+      json({ ...jobs[0], position: 0, estimated_start: null });
     await model.refresh();
     expect(seen).toEqual([]);
 
     jobs = [job('a', 'RUNNING')];
     await model.refresh();
     expect(seen).toHaveLength(1);
-    expect(seen[0].map(m => [m.job.id, m.from, m.to])).toEqual([['a', 'QUEUED', 'RUNNING']]);
+    expect(seen[0].map(m => [m.job.id, m.from, m.to])).toEqual([
+      ['a', 'QUEUED', 'RUNNING']
+    ]);
 
     await model.refresh(); // nothing moved
     expect(seen).toHaveLength(1);
 
     jobs = [job('b', 'QUEUED'), job('a', 'SUCCEEDED')];
-    server.routes['GET jobs/b'] = () => json({ ...jobs[0], position: 0, estimated_start: null });
+    server.routes['GET jobs/b'] = () =>
+      json({ ...jobs[0], position: 0, estimated_start: null });
     await model.refresh();
     expect(seen[1].map(m => [m.job.id, m.from, m.to])).toEqual([
       ['b', null, 'QUEUED'],
@@ -100,24 +128,47 @@ describe('JobsModel', () => {
   it('keeps the last good data and records the error when a refresh fails, then recovers', async () => {
     jobs = [job('a', 'RUNNING')];
     await model.refresh();
-    server.routes['GET cluster'] = () => json({ error: 'internal', message: 'internal server error; see the server log', field: null }, 500);
+    server.routes['GET cluster'] = () =>
+      json(
+        {
+          error: 'internal',
+          message: 'internal server error; see the server log',
+          field: null
+        },
+        500
+      );
     await model.refresh();
     expect(model.error).toBe('internal server error; see the server log');
     expect(model.jobs.map(j => j.id)).toEqual(['a']);
-    server.routes['GET cluster'] = () => json({ total_gpus: 4, free_gpus: 4, nodes: [], pools: [] });
+    server.routes['GET cluster'] = () =>
+      json({ total_gpus: 4, free_gpus: 4, nodes: [], pools: [] });
     await model.refresh();
     expect(model.error).toBeNull();
     expect(model.cluster?.free_gpus).toBe(4);
   });
 
   it('learns who I am with the queues, and copes with a server that cannot say', async () => {
-    server.routes['GET me'] = () => json({ name: 'alice', admin: false, tenants: ['vision'], default_tenant: 'vision' });
+    server.routes['GET me'] = () =>
+      json({
+        name: 'alice',
+        admin: false,
+        tenants: ['vision'],
+        default_tenant: 'vision'
+      });
     await model.refresh();
-    expect(model.me).toEqual({ name: 'alice', admin: false, tenants: ['vision'], default_tenant: 'vision' });
+    expect(model.me).toEqual({
+      name: 'alice',
+      admin: false,
+      tenants: ['vision'],
+      default_tenant: 'vision'
+    });
     await model.refresh();
     expect(server.calls('me')).toHaveLength(1); // not on every poll
 
-    const older = new JobsModel({ api: new GPUSchedAPI(server.settings), refreshInterval: 0.1 });
+    const older = new JobsModel({
+      api: new GPUSchedAPI(server.settings),
+      refreshInterval: 0.1
+    });
     delete server.routes['GET me']; // a server from before `GET me`: 404
     await older.refresh();
     expect(older.me).toBeNull();
@@ -181,7 +232,14 @@ describe('JobsModel', () => {
   it('shows a submitted job before the next refresh', () => {
     let changed = 0;
     model.changed.connect(() => changed++);
-    model.add({ ...job('new', 'QUEUED'), parameters: {}, max_retries: 2, gpu_type: null, position: 3, estimated_start: null });
+    model.add({
+      ...job('new', 'QUEUED'),
+      parameters: {},
+      max_retries: 2,
+      gpu_type: null,
+      position: 3,
+      estimated_start: null
+    });
     expect(model.jobs[0].id).toBe('new');
     expect(model.detail('new')?.position).toBe(3);
     expect(model.total).toBe(1);

@@ -1,15 +1,38 @@
-import { PyFloat, toJSONText, parametersSource, parametersToRows, parseParametersCell, parseValue, rowsToParameters, stripComment } from '../params';
+import {
+  PyFloat,
+  toJSONText,
+  parametersSource,
+  parametersToRows,
+  parseParametersCell,
+  parseValue,
+  rowsToParameters,
+  stripComment
+} from '../params';
 
 describe('parameters cell', () => {
   it('finds the first code cell tagged parameters', () => {
     const cells = [
-      { cell_type: 'markdown', source: 'x = 1', metadata: { tags: ['parameters'] } },
+      {
+        cell_type: 'markdown',
+        source: 'x = 1',
+        metadata: { tags: ['parameters'] }
+      },
       { cell_type: 'code', source: ['import os\n'], metadata: {} },
-      { cell_type: 'code', source: ['lr = 0.1\n', 'epochs = 3'], metadata: { tags: ['parameters', 'other'] } },
-      { cell_type: 'code', source: 'lr = 9', metadata: { tags: ['parameters'] } }
+      {
+        cell_type: 'code',
+        source: ['lr = 0.1\n', 'epochs = 3'],
+        metadata: { tags: ['parameters', 'other'] }
+      },
+      {
+        cell_type: 'code',
+        source: 'lr = 9',
+        metadata: { tags: ['parameters'] }
+      }
     ];
     expect(parametersSource(cells)).toBe('lr = 0.1\nepochs = 3');
-    expect(parametersSource([{ cell_type: 'code', source: 'x = 1', metadata: {} }])).toBeNull();
+    expect(
+      parametersSource([{ cell_type: 'code', source: 'x = 1', metadata: {} }])
+    ).toBeNull();
   });
 
   it('reads name = value rows, dropping comments and non-assignments', () => {
@@ -64,10 +87,18 @@ describe('parameter values', () => {
     expect(parseValue('3.0')).toBeInstanceOf(PyFloat);
     expect(parseValue('1e3')).toBeInstanceOf(PyFloat);
     expect(parseValue('3')).toBe(3);
-    const body = toJSONText({ a: parseValue('3.0'), b: 3, c: [parseValue('-2.0')], d: 'x', e: parseValue('0.5') });
+    const body = toJSONText({
+      a: parseValue('3.0'),
+      b: 3,
+      c: [parseValue('-2.0')],
+      d: 'x',
+      e: parseValue('0.5')
+    });
     expect(body).toBe('{"a":3.0,"b":3,"c":[-2.0],"d":"x","e":0.5}');
     expect(JSON.parse(body)).toEqual({ a: 3, b: 3, c: [-2], d: 'x', e: 0.5 });
-    expect(toJSONText({ s: '\u0000gpusched-float:1' })).toBe(JSON.stringify({ s: '\u0000gpusched-float:1' }));
+    expect(toJSONText({ s: '\u0000gpusched-float:1' })).toBe(
+      JSON.stringify({ s: '\u0000gpusched-float:1' })
+    );
   });
 
   it('builds the parameters object and back', () => {
@@ -78,11 +109,13 @@ describe('parameter values', () => {
     ];
     const params = rowsToParameters(rows);
     expect(params).toEqual({ lr: 0.1, name: 'run-1' });
-    expect(parametersToRows({ lr: 0.1, ok: true, none: null, s: 'x' })).toEqual([
-      { name: 'lr', value: '0.1' },
-      { name: 'ok', value: 'True' },
-      { name: 'none', value: 'None' },
-      { name: 's', value: '"x"' }
-    ]);
+    expect(parametersToRows({ lr: 0.1, ok: true, none: null, s: 'x' })).toEqual(
+      [
+        { name: 'lr', value: '0.1' },
+        { name: 'ok', value: 'True' },
+        { name: 'none', value: 'None' },
+        { name: 's', value: '"x"' }
+      ]
+    );
   });
 });

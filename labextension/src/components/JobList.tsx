@@ -1,7 +1,13 @@
 import { UseSignal } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
-import { elapsedSeconds, formatDuration, formatStart, notebookName, shortId } from '../format';
+import {
+  elapsedSeconds,
+  formatDuration,
+  formatStart,
+  notebookName,
+  shortId
+} from '../format';
 import { JobsModel } from '../model';
 import { IJob, TERMINAL_STATES } from '../tokens';
 
@@ -32,7 +38,10 @@ export function JobList(props: IJobListProps): JSX.Element {
     try {
       await props.actions[what](job);
     } catch (err) {
-      setErrors(e => ({ ...e, [job.id]: err instanceof Error ? err.message : String(err) }));
+      setErrors(e => ({
+        ...e,
+        [job.id]: err instanceof Error ? err.message : String(err)
+      }));
     } finally {
       setBusy(b => ({ ...b, [job.id]: false }));
     }
@@ -46,7 +55,9 @@ export function JobList(props: IJobListProps): JSX.Element {
         return (
           <section className="jp-GPUSched-jobs" aria-label="GPU jobs">
             <div className="jp-GPUSched-sectionHeader">
-              <h3>{model.me ? (model.me.admin ? 'All jobs' : 'My jobs') : 'Jobs'}</h3>
+              <h3>
+                {model.me ? (model.me.admin ? 'All jobs' : 'My jobs') : 'Jobs'}
+              </h3>
               <span className="jp-GPUSched-hint">
                 {model.loaded
                   ? model.total > jobs.length
@@ -60,7 +71,9 @@ export function JobList(props: IJobListProps): JSX.Element {
                 {model.error}
               </div>
             )}
-            {model.loaded && jobs.length === 0 && <div className="jp-GPUSched-hint">No jobs yet.</div>}
+            {model.loaded && jobs.length === 0 && (
+              <div className="jp-GPUSched-hint">No jobs yet.</div>
+            )}
             <ul className="jp-GPUSched-jobList">
               {jobs.map(job => (
                 <JobItem
@@ -116,18 +129,29 @@ function JobItem(props: IJobItemProps): JSX.Element {
     lines.push(`cells ${progress[0]}/${progress[1]}`);
   }
   return (
-    <li className="jp-GPUSched-job" data-job-id={job.id} data-state={job.state} aria-label={`${label}: ${job.state}`}>
+    <li
+      className="jp-GPUSched-job"
+      data-job-id={job.id}
+      data-state={job.state}
+      aria-label={`${label}: ${job.state}`}
+    >
       <div className="jp-GPUSched-jobHead">
         <span className="jp-GPUSched-jobName" title={job.notebook}>
           {name}
         </span>
-        <span className={`jp-GPUSched-state jp-GPUSched-state-${job.state}`}>{job.state}</span>
+        <span className={`jp-GPUSched-state jp-GPUSched-state-${job.state}`}>
+          {job.state}
+        </span>
       </div>
       <div className="jp-GPUSched-jobMeta">
-        {job.gpus} GPU{job.gpus === 1 ? '' : 's'} · {job.priority} · {job.tenant}
-        {job.preemptible ? ' · spot' : ''} · <span title={job.id}>{shortId(job.id)}</span>
+        {job.gpus} GPU{job.gpus === 1 ? '' : 's'} · {job.priority} ·{' '}
+        {job.tenant}
+        {job.preemptible ? ' · spot' : ''} ·{' '}
+        <span title={job.id}>{shortId(job.id)}</span>
       </div>
-      {lines.length > 0 && <div className="jp-GPUSched-jobDetail">{lines.join(' · ')}</div>}
+      {lines.length > 0 && (
+        <div className="jp-GPUSched-jobDetail">{lines.join(' · ')}</div>
+      )}
       {progress && progress[1] > 0 && (
         <progress
           className="jp-GPUSched-progress"
@@ -136,23 +160,49 @@ function JobItem(props: IJobItemProps): JSX.Element {
           aria-label={`${label}: ${progress[0]} of ${progress[1]} cells done`}
         />
       )}
-      {job.message && <div className="jp-GPUSched-jobMessage">{job.message}</div>}
+      {job.message && (
+        <div className="jp-GPUSched-jobMessage">{job.message}</div>
+      )}
       <div className="jp-GPUSched-actions">
         {!ended && (
-          <button type="button" className="jp-Button jp-mod-styled jp-mod-warn" disabled={props.busy} onClick={props.onCancel} aria-label={`Cancel ${label}`}>
+          <button
+            type="button"
+            className="jp-Button jp-mod-styled jp-mod-warn"
+            disabled={props.busy}
+            onClick={props.onCancel}
+            aria-label={`Cancel ${label}`}
+          >
             Cancel
           </button>
         )}
-        <button type="button" className="jp-Button jp-mod-styled jp-mod-reject" disabled={props.busy} onClick={props.onLog} aria-label={`Log of ${label}`}>
+        <button
+          type="button"
+          className="jp-Button jp-mod-styled jp-mod-reject"
+          disabled={props.busy}
+          onClick={props.onLog}
+          aria-label={`Log of ${label}`}
+        >
           Log
         </button>
         {(job.state === 'SUCCEEDED' || job.state === 'FAILED') && (
-          <button type="button" className="jp-Button jp-mod-styled jp-mod-reject" disabled={props.busy} onClick={props.onOutput} aria-label={`Output (executed notebook) of ${label}`}>
+          <button
+            type="button"
+            className="jp-Button jp-mod-styled jp-mod-reject"
+            disabled={props.busy}
+            onClick={props.onOutput}
+            aria-label={`Output (executed notebook) of ${label}`}
+          >
             Output
           </button>
         )}
         {ended && (
-          <button type="button" className="jp-Button jp-mod-styled jp-mod-reject" disabled={props.busy} onClick={props.onResubmit} aria-label={`Resubmit ${label}`}>
+          <button
+            type="button"
+            className="jp-Button jp-mod-styled jp-mod-reject"
+            disabled={props.busy}
+            onClick={props.onResubmit}
+            aria-label={`Resubmit ${label}`}
+          >
             Resubmit
           </button>
         )}

@@ -57,7 +57,11 @@ export class LogView extends Widget {
     try {
       const chunk = await this._api.log(this._jobId, this._offset);
       if (chunk.text) {
-        const atBottom = this._pre.scrollHeight - this._pre.scrollTop - this._pre.clientHeight < 8;
+        const atBottom =
+          this._pre.scrollHeight -
+            this._pre.scrollTop -
+            this._pre.clientHeight <
+          8;
         this._pre.append(document.createTextNode(chunk.text));
         if (atBottom) {
           this._pre.scrollTop = this._pre.scrollHeight;
@@ -79,14 +83,17 @@ export class LogView extends Widget {
         }
       }
     } catch (err) {
-      this._status.textContent = err instanceof Error ? err.message : String(err);
+      this._status.textContent =
+        err instanceof Error ? err.message : String(err);
       throw err; // the poll backs off
     }
   }
 
   private _setState(state: JobState, ended = false): void {
     this._status.dataset.state = state;
-    this._status.textContent = ended ? `Job ${state.toLowerCase()}; log complete.` : `Job ${state.toLowerCase()}; following the log…`;
+    this._status.textContent = ended
+      ? `Job ${state.toLowerCase()}; log complete.`
+      : `Job ${state.toLowerCase()}; following the log…`;
   }
 
   private _api: GPUSchedAPI;

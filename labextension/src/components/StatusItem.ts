@@ -31,7 +31,9 @@ export class GPUSchedStatus extends Widget {
     const mine = m.mine;
     const c = m.cluster;
     const gpus = c ? ` · ${c.free_gpus}/${c.total_gpus} GPUs free` : '';
-    const text = m.loaded ? `GPU jobs: ${mine.running} running, ${mine.queued} queued${gpus}` : 'GPU jobs: …';
+    const text = m.loaded
+      ? `GPU jobs: ${mine.running} running, ${mine.queued} queued${gpus}`
+      : 'GPU jobs: …';
     this.node.textContent = text;
     const more = m.error ? ` (last refresh failed: ${m.error})` : '';
     this.node.title = `${text}${more}. Click to open the GPU Jobs panel.`;

@@ -20,7 +20,10 @@ export interface ISubmitFormProps {
 const ID = 'gpusched-form';
 
 /** The message under a field, tied to it by aria-describedby. */
-function FieldError(props: { id: string; message?: string }): JSX.Element | null {
+function FieldError(props: {
+  id: string;
+  message?: string;
+}): JSX.Element | null {
   if (!props.message) {
     return null;
   }
@@ -31,7 +34,10 @@ function FieldError(props: { id: string; message?: string }): JSX.Element | null
   );
 }
 
-function describedBy(id: string, message?: string): { 'aria-invalid'?: boolean; 'aria-describedby'?: string } {
+function describedBy(
+  id: string,
+  message?: string
+): { 'aria-invalid'?: boolean; 'aria-describedby'?: string } {
   return message ? { 'aria-invalid': true, 'aria-describedby': id } : {};
 }
 
@@ -59,21 +65,33 @@ function SubmitFormBody(props: ISubmitFormProps): JSX.Element {
   const v = form.values;
   const errors = form.errors;
   // only the tenants the server will accept from this user (JupyterHub: their groups')
-  const tenants = props.me ? [...props.me.tenants].sort() : Object.keys(props.queues?.queues ?? {}).sort();
-  const defaultLabel = props.me ? `my default (${props.me.default_tenant})` : 'my default';
+  const tenants = props.me
+    ? [...props.me.tenants].sort()
+    : Object.keys(props.queues?.queues ?? {}).sort();
+  const defaultLabel = props.me
+    ? `my default (${props.me.default_tenant})`
+    : 'my default';
   const types = gpuTypes(props.cluster);
-  const free = props.cluster ? `${props.cluster.free_gpus} of ${props.cluster.total_gpus} free` : null;
+  const free = props.cluster
+    ? `${props.cluster.free_gpus} of ${props.cluster.total_gpus} free`
+    : null;
 
   const setRow = (index: number, patch: Partial<IParameterRow>) => {
     const rows = v.rows.map((r, i) => (i === index ? { ...r, ...patch } : r));
     form.update({ rows });
   };
-  const removeRow = (index: number) => form.update({ rows: v.rows.filter((_, i) => i !== index) });
-  const addRow = () => form.update({ rows: [...v.rows, { name: '', value: '' }] });
+  const removeRow = (index: number) =>
+    form.update({ rows: v.rows.filter((_, i) => i !== index) });
+  const addRow = () =>
+    form.update({ rows: [...v.rows, { name: '', value: '' }] });
 
   const rowNames = new Set(v.rows.map(r => r.name.trim()));
   const strayParamErrors = Object.entries(errors)
-    .filter(([k]) => (k === 'parameters' || k.startsWith('parameters.')) && !rowNames.has(k.slice('parameters.'.length)))
+    .filter(
+      ([k]) =>
+        (k === 'parameters' || k.startsWith('parameters.')) &&
+        !rowNames.has(k.slice('parameters.'.length))
+    )
     .map(([, m]) => m);
 
   return (
@@ -130,7 +148,9 @@ function SubmitFormBody(props: ISubmitFormProps): JSX.Element {
             name="priority"
             className="jp-mod-styled"
             value={v.priority}
-            onChange={e => form.update({ priority: e.target.value as Priority })}
+            onChange={e =>
+              form.update({ priority: e.target.value as Priority })
+            }
             {...describedBy(`${ID}-priority-error`, errors.priority)}
           >
             {PRIORITIES.map(p => (
@@ -183,7 +203,9 @@ function SubmitFormBody(props: ISubmitFormProps): JSX.Element {
               {t}
             </option>
           ))}
-          {v.tenant && !tenants.includes(v.tenant) && <option value={v.tenant}>{v.tenant}</option>}
+          {v.tenant && !tenants.includes(v.tenant) && (
+            <option value={v.tenant}>{v.tenant}</option>
+          )}
         </select>
         <FieldError id={`${ID}-tenant-error`} message={errors.tenant} />
       </div>
@@ -225,7 +247,8 @@ function SubmitFormBody(props: ISubmitFormProps): JSX.Element {
         <legend>Parameters</legend>
         {v.rows.length === 0 && (
           <div className="jp-GPUSched-hint">
-            None. Tag a cell <code>parameters</code> to prefill them, or add one.
+            None. Tag a cell <code>parameters</code> to prefill them, or add
+            one.
           </div>
         )}
         {v.rows.map((row, i) => {
@@ -272,7 +295,11 @@ function SubmitFormBody(props: ISubmitFormProps): JSX.Element {
         {strayParamErrors.map((m, i) => (
           <FieldError key={i} id={`${ID}-params-error-${i}`} message={m} />
         ))}
-        <button type="button" className="jp-Button jp-mod-styled jp-mod-reject jp-GPUSched-add" onClick={addRow}>
+        <button
+          type="button"
+          className="jp-Button jp-mod-styled jp-mod-reject jp-GPUSched-add"
+          onClick={addRow}
+        >
           + Add parameter
         </button>
       </fieldset>
@@ -287,7 +314,11 @@ function SubmitFormBody(props: ISubmitFormProps): JSX.Element {
           {form.notice}
         </div>
       )}
-      <button type="submit" className="jp-Button jp-mod-styled jp-mod-accept jp-GPUSched-submit" disabled={form.busy}>
+      <button
+        type="submit"
+        className="jp-Button jp-mod-styled jp-mod-accept jp-GPUSched-submit"
+        disabled={form.busy}
+      >
         {form.busy ? 'Submitting…' : 'Submit GPU job'}
       </button>
     </form>

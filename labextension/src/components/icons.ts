@@ -9,4 +9,7 @@ const GPU_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" 
   </g>
 </svg>`;
 
-export const gpuIcon = new LabIcon({ name: 'jupyter-gpusched:gpu', svgstr: GPU_SVG });
+export const gpuIcon = new LabIcon({
+  name: 'jupyter-gpusched:gpu',
+  svgstr: GPU_SVG
+});

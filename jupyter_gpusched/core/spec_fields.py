@@ -1,0 +1,56 @@
+"""The fields of a job submission (the body of `POST gpusched/api/jobs`), defined once.
+
+The client, the CLI and the magic build their options from `SUBMIT_SPEC`, and the server's
+request parsing may read the names, defaults and limits from here; tests hold it equal to
+`server/openapi.yaml`'s `JobSubmit` schema and to `JobSpec`'s defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .model import Priority
+
+# Most urgent first: the order every menu and error message lists them in.
+PRIORITY_CHOICES: tuple[str, ...] = tuple(p.label for p in sorted(Priority, reverse=True))
+DEFAULT_PRIORITY = Priority.NORMAL.label
+MAX_RETRIES_LIMIT = 10
+
+
+@dataclass(frozen=True)
+class SpecField:
+    """One field of the submit body: its JSON type (as the Python type it arrives as) and default."""
+
+    name: str
+    type: type
+    default: Any = None
+    help: str = ""
+    required: bool = False
+    nullable: bool = False  # null is accepted (and means "the default")
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def option(self) -> str:
+        """The command-line option for it: `max_runtime` -> `--max-runtime`."""
+        return "--" + self.name.replace("_", "-")
+
+
+SUBMIT_SPEC: tuple[SpecField, ...] = (
+    SpecField("notebook", str, help="path of the .ipynb relative to the server root", required=True),
+    SpecField("gpus", int, 1, help="GPUs to reserve (default: 1)"),
+    SpecField("priority", str, DEFAULT_PRIORITY, help=f"default: {DEFAULT_PRIORITY}", choices=PRIORITY_CHOICES),
+    SpecField("tenant", str, None, help="queue/tenant to charge (default: yours)"),
+    SpecField("parameters", dict, None, help="papermill parameters (names are Python identifiers)"),
+    SpecField("max_runtime", float, None, help="seconds; the job is stopped past it", nullable=True),
+    SpecField("preemptible", bool, False, help="may run on spot capacity and be preempted"),
+    SpecField(
+        "max_retries",
+        int,
+        2,
+        help=f"times the job may be retried, 0 to {MAX_RETRIES_LIMIT} (default: 2; see docs/scheduling.md)",
+    ),
+    SpecField("gpu_type", str, None, help="only on GPUs of this type (a pool's gpu_type)", nullable=True),
+)
+SUBMIT_FIELDS: frozenset[str] = frozenset(f.name for f in SUBMIT_SPEC)
+FIELDS_BY_NAME: dict[str, SpecField] = {f.name: f for f in SUBMIT_SPEC}

@@ -1,0 +1,39 @@
+import { resubmitBody } from '../form';
+import { IJobDetail, SUBMIT_FIELDS } from '../tokens';
+
+const detail: IJobDetail = {
+  id: 'j1',
+  state: 'FAILED',
+  notebook: 'train.ipynb',
+  gpus: 2,
+  priority: 'high',
+  tenant: 'vision',
+  owner: 'me',
+  created: '2026-01-01T00:00:00.000+00:00',
+  started: null,
+  finished: null,
+  reason: '',
+  preemptible: true,
+  max_runtime: 600,
+  allocation: [],
+  borrowed: false,
+  attempts: 1,
+  preemptions: 0,
+  progress: null,
+  message: '',
+  parameters: { lr: 0.1 },
+  max_retries: 0,
+  gpu_type: 'A100',
+  position: null,
+  estimated_start: null
+};
+
+describe('resubmit', () => {
+  it('asks again for every submit field, as the job asked for it', () => {
+    const body = resubmitBody(detail);
+    expect(Object.keys(body).sort()).toEqual([...SUBMIT_FIELDS].sort());
+    for (const key of SUBMIT_FIELDS) {
+      expect(body[key]).toEqual(detail[key]);
+    }
+  });
+});

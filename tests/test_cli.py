@@ -1,0 +1,120 @@
+"""The command line's parsing and what it sends: plain unit tests (no server; the client is replaced)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+import jupyter_gpusched.cli as cli
+from jupyter_gpusched.cli import main
+from jupyter_gpusched.cli.options import spec_from_args
+from jupyter_gpusched.client import Client, GPUSchedError
+
+
+class RecordingClient:
+    """Stands in for Client: records what `submit` was asked to send."""
+
+    submitted: list[tuple[str, dict]] = []
+
+    def __init__(self, url=None, token=None):
+        pass
+
+    def submit(self, notebook, **fields):
+        RecordingClient.submitted.append((notebook, fields))
+        return {"id": "j1", "state": "QUEUED", "position": 0, "notebook": notebook, **fields}
+
+
+@pytest.fixture
+def recording(monkeypatch):
+    RecordingClient.submitted = []
+    monkeypatch.setattr(cli, "Client", RecordingClient)
+    return RecordingClient.submitted
+
+
+def submit_args(*argv: str):
+    return cli.build_parser().parse_args(["submit", "nb.ipynb", *argv])
+
+
+def test_parameters_are_python_literals_like_the_lab_forms(recording):
+    args = submit_args("-p", "lr=1e-3", "-p", "x=None", "-p", "day=2024-01-01", "-p", "sizes=[1,2]", "-p", "name=adam")
+    out = io.StringIO()
+    assert cli.run(args, out) == 0
+    notebook, fields = recording[0]
+    assert notebook == "nb.ipynb"
+    assert fields["parameters"] == {"lr": 0.001, "x": None, "day": "2024-01-01", "sizes": [1, 2], "name": "adam"}
+    json.dumps(fields)  # everything is sendable (a YAML date was not)
+    assert out.getvalue() == "submitted j1: QUEUED, position 1 in line\n"
+
+
+def test_every_api_field_has_an_option_and_only_given_ones_are_sent(recording):
+    args = submit_args(
+        "--gpus", "2", "--priority", "high", "--tenant", "vision", "-p", "epochs=3", "--max-runtime", "600",
+        "--preemptible", "--max-retries", "0", "--gpu-type", "A100",
+    )  # fmt: skip
+    assert spec_from_args(args) == {
+        "gpus": 2,
+        "priority": "high",
+        "tenant": "vision",
+        "parameters": {"epochs": 3},
+        "max_runtime": 600.0,
+        "preemptible": True,
+        "max_retries": 0,
+        "gpu_type": "A100",
+    }
+    assert spec_from_args(submit_args()) == {}  # the server's defaults apply
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-p", "x-y=1"], "argument -p/--param: parameter name 'x-y' is not a valid Python identifier"),
+        (["-p", "lambda=1"], "argument -p/--param: parameter name 'lambda' is a Python keyword"),
+        (["-p", "novalue"], "argument -p/--param: parameter 'novalue' must look like name=value"),
+        (["--priority", "urgent"], "argument --priority: invalid choice: 'urgent'"),
+        (["--max-retries", "many"], "argument --max-retries: invalid int value: 'many'"),
+    ],
+)
+def test_a_bad_option_is_one_line_and_exit_code_2(argv, message, capsys, recording):
+    with pytest.raises(SystemExit) as exited:
+        main(["submit", "nb.ipynb", *argv])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"jupyter gpusched submit: error: {message}"), err
+    assert err.rstrip().endswith("(see jupyter gpusched submit --help)")
+    assert recording == []
+
+
+def test_a_self_parsing_command_after_server_options_says_so_instead_of_doing_nothing():
+    with pytest.raises(GPUSchedError, match="manifest parses its own arguments"):
+        cli.run(cli.build_parser().parse_args(["--url", "http://127.0.0.1:9/", "manifest"]))
+
+
+def test_manifest_can_import_the_parameter_type():
+    from jupyter_gpusched.cli import _param
+
+    assert _param("epochs=3") == ("epochs", 3)
+
+
+def test_the_client_sends_the_fields_given_and_refuses_unknown_ones(monkeypatch):
+    client = Client("http://127.0.0.1:9/", "t")
+    sent = []
+
+    class Reply:
+        status_code = 201
+
+        def json(self):
+            return {"id": "j1"}
+
+    monkeypatch.setattr(
+        client.session, "request", lambda method, url, **kw: sent.append((method, url, kw["json"])) or Reply()
+    )
+    assert client.submit("nb.ipynb", gpus=2, tenant=None, max_retries=0) == {"id": "j1"}
+    assert sent == [
+        ("POST", "http://127.0.0.1:9/gpusched/api/jobs", {"notebook": "nb.ipynb", "gpus": 2, "max_retries": 0})
+    ]
+    with pytest.raises(GPUSchedError, match="unknown submit field 'gpu'; the fields are notebook, gpus, priority"):
+        client.submit("nb.ipynb", gpu=2)
+    assert len(sent) == 1
