@@ -90,31 +90,3 @@ def test_a_bad_option_is_one_line_and_exit_code_2(argv, message, capsys, recordi
 def test_a_self_parsing_command_after_server_options_says_so_instead_of_doing_nothing():
     with pytest.raises(GPUSchedError, match="manifest parses its own arguments"):
         cli.run(cli.build_parser().parse_args(["--url", "http://127.0.0.1:9/", "manifest"]))
-
-
-def test_manifest_can_import_the_parameter_type():
-    from jupyter_gpusched.cli import _param
-
-    assert _param("epochs=3") == ("epochs", 3)
-
-
-def test_the_client_sends_the_fields_given_and_refuses_unknown_ones(monkeypatch):
-    client = Client("http://127.0.0.1:9/", "t")
-    sent = []
-
-    class Reply:
-        status_code = 201
-
-        def json(self):
-            return {"id": "j1"}
-
-    monkeypatch.setattr(
-        client.session, "request", lambda method, url, **kw: sent.append((method, url, kw["json"])) or Reply()
-    )
-    assert client.submit("nb.ipynb", gpus=2, tenant=None, max_retries=0) == {"id": "j1"}
-    assert sent == [
-        ("POST", "http://127.0.0.1:9/gpusched/api/jobs", {"notebook": "nb.ipynb", "gpus": 2, "max_retries": 0})
-    ]
-    with pytest.raises(GPUSchedError, match="unknown submit field 'gpu'; the fields are notebook, gpus, priority"):
-        client.submit("nb.ipynb", gpu=2)
-    assert len(sent) == 1

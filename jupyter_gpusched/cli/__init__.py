@@ -18,9 +18,6 @@ from .options import add_spec_options
 
 __all__ = ["OneLineErrorParser", "SELF_PARSING_COMMANDS", "SERVER_COMMANDS", "TERMINAL", "build_parser", "follow", "main", "run"]
 
-# The `manifest` command (and anything else that reads `-p NAME=VALUE`) takes its parameters this way.
-_param = param_arg
-
 # Commands that parse their own arguments and run without a server: the terminal's, not the magic's.
 SELF_PARSING_COMMANDS = {
     "bench": "replay a trace in the simulator and compare policies (see `bench --help`)",

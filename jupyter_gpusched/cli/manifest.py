@@ -21,7 +21,8 @@ from ..backends.kubernetes import (
     placement_patch,
 )
 from ..core.model import JobSpec, Priority
-from . import _param
+from ..core.spec_fields import DEFAULT_PRIORITY, PRIORITY_CHOICES
+from ..params import param_arg
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +34,10 @@ def manifest_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="jupyter gpusched manifest", description=DESCRIPTION)
     p.add_argument("notebook")
     p.add_argument("--gpus", type=int, default=1)
-    p.add_argument("--priority", choices=["high", "normal", "low"], default="normal")
+    p.add_argument("--priority", choices=PRIORITY_CHOICES, default=DEFAULT_PRIORITY)
     p.add_argument("--tenant", default="default")
     p.add_argument("--owner", default=os.environ.get("USER", ""))
-    p.add_argument("-p", "--param", dest="params", action="append", type=_param, default=[], metavar="NAME=VALUE")
+    p.add_argument("-p", "--param", dest="params", action="append", type=param_arg, default=[], metavar="NAME=VALUE")
     p.add_argument("--max-runtime", type=float)
     p.add_argument("--max-retries", type=int, default=2)
     p.add_argument("--preemptible", action="store_true")
