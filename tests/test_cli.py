@@ -10,7 +10,7 @@ import pytest
 import jupyter_gpusched.cli as cli
 from jupyter_gpusched.cli import main
 from jupyter_gpusched.cli.options import spec_from_args
-from jupyter_gpusched.client import Client, GPUSchedError
+from jupyter_gpusched.client import GPUSchedError
 
 
 class RecordingClient:

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
 from ..client import Client, GPUSchedError
-from ..params import param_arg
 from .commands import SERVER_COMMANDS, TERMINAL, follow
 from .options import add_spec_options
 
