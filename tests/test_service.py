@@ -48,7 +48,7 @@ def test_silent_runner_is_lost_then_retried_to_success(tmp_path):
     make_notebook(tmp_path / "root" / "nb.ipynb", "import time; time.sleep(3)")
     job = service.submit(notebook="nb.ipynb", owner="me")
     run_until(service, lambda: job.state is JobState.RUNNING)
-    pid = int((Path(service.info[job.id]["job_dir"]) / "pid").read_text().split()[0])
+    pid = int((Path(service.info[job.id].job_dir) / "pid").read_text().split()[0])
     os.kill(pid, signal.SIGSTOP)  # a hung runner: alive but silent
     run_until(service, lambda: job.lost_count == 1)
     run_until(service, lambda: job.state.terminal)
