@@ -22,9 +22,8 @@ from typing import Any
 import numpy as np
 
 from ..core import forecast as fc
-from . import prometheus
 from .errors import InvalidArgument, NotConfigured, NotFound
-from .prometheus import PrometheusSource
+from .prometheus import PrometheusSource, query_range, tenant_query
 from .views import iso
 
 HISTORY_DAYS = 28
@@ -77,7 +76,7 @@ def prometheus_series(url: str, query: str, end: float) -> fc.Series:
     to `end`. A value Prometheus evaluates at t looks back over (t - 10m, t] (the default
     queries' `[10m]`), so it is the bucket that ends at t."""
     step = fc.DEFAULT_STEP_S
-    times, values = prometheus.query_range(url, query, end - HISTORY_DAYS * fc.DAY + step, end, step)
+    times, values = query_range(url, query, end - HISTORY_DAYS * fc.DAY + step, end, step)
     series = fc.regularize(np.asarray(times) - step, values, step)
     # buckets Prometheus has nothing for at the end stay empty: the forecast still starts at `end`
     missing = int(round((end - series.time_of(len(series))) / step))
@@ -174,4 +173,4 @@ class Forecasts:
                 '{tenant}, e.g. sum(max_over_time(DCGM_FI_DEV_GPU_UTIL{namespace="{tenant}"}[10m]) > bool 0)',
                 "tenant",
             )
-        return src.url, prometheus.tenant_query(src.tenant_query, tenant)
+        return src.url, tenant_query(src.tenant_query, tenant)
