@@ -74,7 +74,8 @@ def test_nothing_is_deprecated_when_nothing_old_is_set(caplog):
 
 
 def test_shortcuts_reach_the_backend_through_the_apps_config():
-    gpusched = app(GPUSched={"local_gpus": 5, "k8s_namespace": "jobs"})
-    gpusched.make_backend()
-    assert gpusched.config.LocalBackend.virtual_gpus == 5
-    assert gpusched.config.KubernetesBackend.namespace == "jobs"
+    gpusched = app(GPUSched={"local_gpus": 5, "k8s_namespace": "jobs"}, KubernetesBackend={"image": "reg/new:2"})
+    config = gpusched.apply_backend_shortcuts()
+    assert config is gpusched.config and config.LocalBackend.virtual_gpus == 5
+    assert config.KubernetesBackend.namespace == "jobs" and config.KubernetesBackend.image == "reg/new:2"
+    assert gpusched.policy == "dynamic"  # the app's own settings are untouched

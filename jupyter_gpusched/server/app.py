@@ -241,9 +241,15 @@ class GPUSched(ExtensionApp):
             out.KubernetesBackend.spot_pools = sorted(name for name, t in self.pools.items() if (t or {}).get("spot"))
         return out
 
+    def apply_backend_shortcuts(self) -> Config:
+        """Merge `backend_shortcuts()` into this app's config, which a backend built as its child
+        reads, and return that config (e.g. for reading c.KubernetesBackend.* without a server)."""
+        self.update_config(self.backend_shortcuts())
+        return self.config
+
     def make_backend(self) -> Backend:
         """The backend, built as a Configurable child of this app (it reads c.<ItsClass>.*)."""
-        self.update_config(self.backend_shortcuts())
+        self.apply_backend_shortcuts()
         cls = self.chosen_backend_class()
         if not issubclass(cls, Configurable):  # TRANSITIONAL until the backends are Configurables (issue 10 merge)
             if cls.__name__ == "LocalBackend":
