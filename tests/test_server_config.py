@@ -79,3 +79,16 @@ def test_shortcuts_reach_the_backend_through_the_apps_config():
     assert config is gpusched.config and config.LocalBackend.virtual_gpus == 5
     assert config.KubernetesBackend.namespace == "jobs" and config.KubernetesBackend.image == "reg/new:2"
     assert gpusched.policy == "dynamic"  # the app's own settings are untouched
+
+
+def test_the_installed_extension_reads_its_hub_settings_from_c_gpusched(monkeypatch):
+    from jupyter_gpusched import _jupyter_server_extension_points
+    from jupyter_gpusched.hub.extension import HubAwareGPUSched
+
+    monkeypatch.delenv("GPUSCHED_HUB_SERVICE_URL", raising=False)
+    (point,) = _jupyter_server_extension_points()
+    assert point["app"] is HubAwareGPUSched and issubclass(HubAwareGPUSched, GPUSched)
+    hub_aware = HubAwareGPUSched(config=Config({"GPUSched": {"hub_service_url": "http://svc/", "local_gpus": 3}}))
+    assert hub_aware.forwards and hub_aware.local_gpus == 3
+    assert not HubAwareGPUSched(config=Config({"GPUSched": {"multi_user": True, "hub_service_url": "http://svc/"}})).forwards
+    assert not HubAwareGPUSched().forwards
