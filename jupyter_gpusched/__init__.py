@@ -4,9 +4,10 @@ __version__ = "0.1.0"
 
 
 def _jupyter_server_extension_points():
-    from .server.app import GPUSched
+    # the generic extension (server.app.GPUSched) with JupyterHub's two modes (hub service, forwarding)
+    from .hub.extension import HubAwareGPUSched
 
-    return [{"module": "jupyter_gpusched", "app": GPUSched}]
+    return [{"module": "jupyter_gpusched", "app": HubAwareGPUSched}]
 
 
 def load_ipython_extension(ipython):

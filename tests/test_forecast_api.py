@@ -41,7 +41,7 @@ def seed(service, days: float) -> None:
 
 @pytest.fixture
 def service(jp_serverapp):
-    return jp_serverapp.web_app.settings["gpusched_service"]
+    return jp_serverapp.web_app.settings["gpusched"].service
 
 
 async def test_fresh_server_falls_back_and_says_so(api):
@@ -81,7 +81,6 @@ async def test_prophet_with_skill_on_real_history(api, service):
 
 async def test_fits_run_off_the_event_loop_and_are_shared(api, service, jp_serverapp):
     seed(service, 8)
-    settings = jp_serverapp.web_app.settings
     fc_task = asyncio.ensure_future(api("GET", "forecast", horizon="720", model="prophet"))
     twin = asyncio.ensure_future(api("GET", "forecast", horizon="720", model="prophet"))
     await asyncio.sleep(0.05)
@@ -90,7 +89,7 @@ async def test_fits_run_off_the_event_loop_and_are_shared(api, service, jp_serve
     assert cluster_task in done and not fc_task.done(), "the server answered while Prophet was fitting"
     (c1, a), (c2, b) = await fc_task, await twin
     assert c1 == c2 == 200 and a["values"] == b["values"] and a["model"] == "prophet"
-    assert settings["gpusched_forecast_cache"].fits == 1  # two requests, one fit
+    assert service.forecasts.cache.fits == 1  # two requests, one fit
 
 
 async def test_bad_input_is_refused_clearly(api):

@@ -15,9 +15,9 @@ import pytest
 import requests
 from test_openapi import check
 
-from jupyter_gpusched.server import prometheus
 from jupyter_gpusched.server.app import GPUSched
-from jupyter_gpusched.server.validation import ApiError
+from jupyter_gpusched.service import prometheus
+from jupyter_gpusched.service.errors import UpstreamError
 
 from conftest import free_port
 
@@ -221,11 +221,11 @@ async def test_bad_promql_is_502_with_prometheus_error(api, prom, jp_serverapp):
     check(PATH, "GET", 502, err)
     assert err["error"] == "prometheus_error" and "parse error" in err["message"] and prom.url in err["message"], err
     code, again = await api("GET", "forecast", series="gpu_busy")
-    assert code == 502 and jp_serverapp.web_app.settings["gpusched_forecast_cache"].fits == 2  # failures are not cached
+    assert code == 502 and jp_serverapp.web_app.settings["gpusched"].service.forecasts.cache.fits == 2  # failures are not cached
 
 
 def test_a_url_that_is_not_prometheus_is_502(prom):
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(UpstreamError) as refused:
         prometheus.query_range(f"{prom.url}/not-here", BUSY_QUERY, 0, STEP, STEP)
     assert refused.value.status == 502 and "not the Prometheus API" in refused.value.message
 
@@ -236,7 +236,7 @@ def test_long_windows_are_asked_for_in_pieces(prom):
     assert len(whole[0]) == 145 and whole[1] == [busy_gpus(t - STEP) for t in whole[0]]
     assert prometheus.query_range(prom.url, BUSY_QUERY, end - DAY, end, STEP, max_points=50) == whole
     # 80 days at 10 minutes is 11,521 points: Prometheus refuses that in one piece
-    with pytest.raises(ApiError, match="11,000 points"):
+    with pytest.raises(UpstreamError, match="11,000 points"):
         prometheus.query_range(prom.url, BUSY_QUERY, end - 80 * DAY, end, STEP, max_points=20_000)
     times, values = prometheus.query_range(prom.url, BUSY_QUERY, end - 80 * DAY, end, STEP)
     assert 7 * 144 <= len(times) <= 7 * 144 + 2 and times[-1] == end

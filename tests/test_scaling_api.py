@@ -12,7 +12,7 @@ from test_forecast_api import seed
 from test_openapi import check
 
 from jupyter_gpusched.core.scaling import target_gpus
-from jupyter_gpusched.server.scaling import parse_scaling
+from jupyter_gpusched.service.advisor import parse_scaling
 
 from conftest import make_notebook
 
@@ -32,7 +32,7 @@ def gpusched_config():
 
 @pytest.fixture
 def service(jp_serverapp):
-    return jp_serverapp.web_app.settings["gpusched_service"]
+    return jp_serverapp.web_app.settings["gpusched"].service
 
 
 async def test_demand_now_sizes_the_pool_and_it_does_not_shrink_within_the_cool_down(api, jp_fetch, jp_root_dir):

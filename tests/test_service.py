@@ -1,5 +1,5 @@
 """The live service with its real store and the real local backend: health rules,
-retries, zombies, leaked-GPU fencing and the demand history."""
+retries, zombies, leaked-GPU fencing, the demand history and failed launches."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_gpusched.backends.base import LaunchRequest
+from jupyter_gpusched.backends.base import BackendError, LaunchRequest
 from jupyter_gpusched.backends.local import LocalBackend
 from jupyter_gpusched.core import JobState
 from jupyter_gpusched.core.health import HealthConfig
-from jupyter_gpusched.service import Service, ServiceConfig
+from jupyter_gpusched.service import LaunchRefused, Service, ServiceConfig
 
 from conftest import make_notebook
 
@@ -48,7 +48,7 @@ def test_silent_runner_is_lost_then_retried_to_success(tmp_path):
     make_notebook(tmp_path / "root" / "nb.ipynb", "import time; time.sleep(3)")
     job = service.submit(notebook="nb.ipynb", owner="me")
     run_until(service, lambda: job.state is JobState.RUNNING)
-    pid = int((Path(service.info[job.id]["job_dir"]) / "pid").read_text().split()[0])
+    pid = int((Path(service.info[job.id].job_dir) / "pid").read_text().split()[0])
     os.kill(pid, signal.SIGSTOP)  # a hung runner: alive but silent
     run_until(service, lambda: job.lost_count == 1)
     run_until(service, lambda: job.state.terminal)
@@ -126,3 +126,72 @@ def test_reclaim_kills_the_borrower_and_requeues_it(tmp_path):
     assert victim.id not in service.backend.running()  # its process group was killed
     assert [e.dst for e in service.store.events(victim.id)][-2:] == [JobState.PREEMPTED, JobState.QUEUED]
     service.backend.close()
+
+
+class FlakyBackend(LocalBackend):
+    """The real local backend behind an infrastructure that refuses the first `failures` launches."""
+
+    def __init__(self, failures: int, refusal: type[Exception] = BackendError, **kwargs):
+        super().__init__(**kwargs)
+        self.failures = failures
+        self.refusal = refusal
+        self.launches = 0
+
+    def launch(self, req):
+        self.launches += 1
+        if self.launches <= self.failures:
+            raise self.refusal("the node's container runtime is not answering")
+        return super().launch(req)
+
+
+def flaky_service(tmp_path: Path, backend: LocalBackend, **launch) -> Service:
+    root = tmp_path / "root"
+    root.mkdir(exist_ok=True)
+    config = ServiceConfig(
+        db_url=f"sqlite:///{tmp_path / 'data' / 'db.sqlite'}", data_dir=tmp_path / "data", root_dir=root, **launch
+    )
+    return Service(config, backend)
+
+
+def test_a_failed_launch_puts_the_job_back_in_line_after_a_pause(tmp_path):
+    backend = FlakyBackend(2, virtual_gpus=2, heartbeat_interval=0.5)
+    service = flaky_service(tmp_path, backend, launch_retries=3, launch_backoff=1.0)
+    make_notebook(tmp_path / "root" / "nb.ipynb", "x = 1")
+    job = service.submit(notebook="nb.ipynb", owner="me", max_retries=0)
+    service.tick()
+    assert job.state is JobState.ADMITTED and "launch retry 1 of 3 in 1 s" in service.info[job.id].message
+    service.tick()
+    assert job.state is JobState.ADMITTED, "back in line only after the pause"
+    run_until(service, lambda: job.state.terminal)
+    assert job.state is JobState.SUCCEEDED and backend.launches == 3 and job.lost_count == 0
+    requeues = [e for e in service.store.events(job.id) if e.src is JobState.ADMITTED and e.dst is JobState.QUEUED]
+    assert [e.reason for e in requeues] == [
+        "could not start: the node's container runtime is not answering (launch retry 1 of 3 in 1 s)",
+        "could not start: the node's container runtime is not answering (launch retry 2 of 3 in 2 s)",
+    ]
+    assert requeues[1].time - requeues[0].time >= 2  # the pause doubles
+    assert service.info[job.id].launch_failures == 0  # a launch that went through resets the count
+    backend.close()
+
+
+def test_launches_that_keep_failing_fail_the_job_with_the_reason(tmp_path):
+    backend = FlakyBackend(100, virtual_gpus=2, heartbeat_interval=0.5)
+    service = flaky_service(tmp_path, backend, launch_retries=2, launch_backoff=0.05)
+    make_notebook(tmp_path / "root" / "nb.ipynb", "x = 1")
+    job = service.submit(notebook="nb.ipynb", owner="me")
+    run_until(service, lambda: job.state.terminal)
+    assert job.state is JobState.FAILED and backend.launches == 3
+    assert job.reason == "could not start: the node's container runtime is not answering (gave up after 3 tries)"
+    assert service.scheduler.cluster.free_gpus == 2
+    backend.close()
+
+
+def test_a_launch_the_backend_refuses_for_good_fails_at_once(tmp_path):
+    backend = FlakyBackend(100, LaunchRefused, virtual_gpus=2, heartbeat_interval=0.5)
+    service = flaky_service(tmp_path, backend, launch_backoff=0.05)
+    make_notebook(tmp_path / "root" / "nb.ipynb", "x = 1")
+    job = service.submit(notebook="nb.ipynb", owner="me")
+    service.tick()
+    assert job.state is JobState.FAILED and backend.launches == 1
+    assert job.reason == "could not start: the node's container runtime is not answering"
+    backend.close()

@@ -1,6 +1,7 @@
 """`jupyter gpusched hub-service`: one shared scheduler for every user of a JupyterHub.
 
-It is the same Jupyter server extension (`GPUSched`: same service, same REST handlers) on a
+It is the same Jupyter server extension (`GPUSched`: same service, same REST handlers; here in
+its hub-aware form, `extension.HubAwareGPUSched`, which adds the service's pages) on a
 Jupyter server trimmed to a JupyterHub service:
 
 - it listens where the Hub says (``JUPYTERHUB_SERVICE_URL``) under the service's prefix
@@ -30,8 +31,8 @@ from jupyterhub.services.auth import HubOAuth
 from traitlets import Bool, Dict, Unicode, default
 from traitlets.config import Config
 
-from ..server.app import GPUSched
 from .auth import GPUSchedOnlyAuthorizer, HubServiceIdentityProvider
+from .extension import HubAwareGPUSched
 
 DEFAULT_PORT = 10101
 
@@ -46,10 +47,10 @@ class HubServiceApp(ServerApp):
 
     name = "jupyter-gpusched-hub"
     description = __doc__
-    gpusched_hub_service = True  # read by GPUSched: forces multi-user mode
+    gpusched_hub_service = True  # read by HubAwareGPUSched: forces multi-user mode
     # Only the gpusched handlers: no file access, no kernels, no terminals.
-    default_services = ("auth",)
-    classes = [*ServerApp.classes, GPUSched, HubOAuth]  # for --help-all
+    default_services = ("auth",)  # type: ignore[assignment]  # fewer than ServerApp's, on purpose
+    classes = [*ServerApp.classes, HubAwareGPUSched, HubOAuth]  # for --help-all
 
     terminals_enabled = Bool(False, config=True, help="Always off in the hub service.")
     jpserver_extensions = Dict({"jupyter_gpusched": True}, config=True, help="Only jupyter_gpusched is loaded.")
@@ -127,7 +128,7 @@ class HubServiceApp(ServerApp):
         for var in ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN"):
             os.environ.pop(var, None)
 
-    def load_config_file(self, suppress_errors: bool = True) -> None:
+    def load_config_file(self, suppress_errors: bool = True) -> None:  # type: ignore[override]  # as ServerApp's
         if self.config_file and self.config_file.endswith((".yaml", ".yml")):
             self.update_config(yaml_config(self.config_file))
             return

@@ -4,7 +4,8 @@ A submitted path is resolved (links followed) and checked to lie inside the user
 when it is submitted; the job keeps that resolved path. A queued job starts later, and by
 then its owner may have replaced the file, or a folder on its path, with a link to someone
 else's notebook. `ContainedBackend` wraps the real backend and refuses to launch a job
-whose path no longer resolves to itself; the service then fails the job with that reason.
+whose path no longer resolves to itself (`LaunchRefused`: no retry); the service then fails
+the job with that reason.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..backends.base import BackendError
+from ..service.errors import LaunchRefused
 
 
 class ContainedBackend:
@@ -30,7 +31,7 @@ class ContainedBackend:
         if submitted is not None and submitted.is_absolute():
             now = Path(request.notebook)
             if now != submitted or submitted.resolve() != submitted:
-                raise BackendError(
+                raise LaunchRefused(
                     f"the notebook {submitted} is no longer the file checked at submission (it or a folder on its "
                     "path was replaced by a link); submit it again"
                 )

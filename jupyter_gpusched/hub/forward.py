@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlparse
 
 from jupyter_server.auth.decorator import authorized
@@ -20,6 +21,7 @@ from tornado import web
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from ..server.base import GPUSchedHandler
+from ..server.settings import GPUSchedSettings
 from ..server.validation import ApiError
 
 PASSED_HEADERS = ("Content-Type", "Content-Disposition", "X-Log-Offset", "Cache-Control")
@@ -41,6 +43,13 @@ class Forwarder:
         return urlparse(self.url).path
 
 
+@dataclass(frozen=True)
+class ForwardSettings(GPUSchedSettings):
+    """The handlers' settings on a server that forwards: no service, the way to the one that runs."""
+
+    forwarder: Forwarder | None = None
+
+
 class CallerStatus:
     """Whether this server's user is a gpusched admin, as the service last said (`api/me`).
 
@@ -53,7 +62,7 @@ class CallerStatus:
         self.forwarder = forwarder
         self.every = every
         self.admin: bool | None = None
-        self._timer = None
+        self._timer: Any = None
 
     async def refresh(self) -> None:
         fw = self.forwarder
@@ -97,8 +106,9 @@ class ForwardHandler(GPUSchedHandler):
         await self._forward()
 
     async def _forward(self) -> None:
-        fw: Forwarder = self.settings["gpusched_forward"]
-        if not fw.token:
+        gs = self.gpusched
+        fw = gs.forwarder if isinstance(gs, ForwardSettings) else None
+        if fw is None or not fw.token:
             return self.fail(
                 ApiError(503, "unavailable", "this server has no Hub token to reach the GPU scheduler service with")
             )

@@ -30,7 +30,9 @@ class PageHandler(Identity, JupyterHandler):
 
     @property
     def service(self) -> Service:
-        service = self.settings["gpusched_service"]
+        service = self.gpusched.service
+        if service is None:
+            raise web.HTTPError(503, "this server runs no GPU scheduler")
         service.start()
         return service
 

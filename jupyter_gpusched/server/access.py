@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import getpass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .settings import GPUSchedSettings, settings_of
 from .validation import ApiError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..service import Service
 
 AUTH_RESOURCE = "gpusched"  # the resource name Jupyter's authorizer is asked about
 
@@ -15,14 +19,29 @@ class Identity:
     """Who is asking and what they may do; mixed into every gpusched handler.
 
     Single-user server: everyone holding its token is its owner and an admin (unless
-    `admin_users` names someone). Multi-user (the JupyterHub service, `gpusched_multi_user`):
+    `admin_users` names someone). Multi-user (the JupyterHub service, `GPUSchedSettings.multi_user`):
     the authenticated user owns their jobs; admins are the Hub's admins, members of
     `admin_groups` and `admin_users`; Hub groups map to tenants (`group_tenants`); notebooks
     are read from the user's own folder (`user_root_template`)."""
 
+    if TYPE_CHECKING:  # what the handler this is mixed into provides
+
+        @property
+        def settings(self) -> dict[str, Any]: ...
+
+        @property
+        def current_user(self) -> Any: ...
+
+        @property
+        def service(self) -> Service: ...
+
+    @property
+    def gpusched(self) -> GPUSchedSettings:
+        return settings_of(self.settings) or GPUSchedSettings()
+
     @property
     def multi_user(self) -> bool:
-        return bool(self.settings.get("gpusched_multi_user"))
+        return self.gpusched.multi_user
 
     @property
     def hub_user(self) -> dict[str, Any]:
@@ -32,19 +51,17 @@ class Identity:
     @property
     def user_name(self) -> str:
         """Who is asking. On a single-user server everyone holding its token is its owner."""
-        if self.multi_user or self.settings.get("gpusched_identity_usernames"):
+        if self.multi_user or self.gpusched.identity_usernames:
             return self.current_user.username
-        return self.settings.get("gpusched_owner") or getpass.getuser()
+        return self.gpusched.owner or getpass.getuser()
 
     @property
     def is_admin(self) -> bool:
-        admins = self.settings.get("gpusched_admin_users") or set()
+        admins = self.gpusched.admin_users
         if self.multi_user:
             hub = self.hub_user
             groups = set(hub.get("groups") or ())
-            return bool(hub.get("admin")) or bool(groups & set(self.settings.get("gpusched_admin_groups") or ())) or (
-                self.user_name in admins
-            )
+            return bool(hub.get("admin")) or bool(groups & self.gpusched.admin_groups) or self.user_name in admins
         return not admins or self.user_name in admins
 
     def user_tenants(self) -> list[str] | None:
@@ -52,7 +69,7 @@ class Identity:
         if not self.multi_user:
             return None
         groups = set(self.hub_user.get("groups") or ())
-        out = [t for g, t in (self.settings.get("gpusched_group_tenants") or {}).items() if g in groups]
+        out = [t for g, t in self.gpusched.group_tenants.items() if g in groups]
         fallback = self.service.tenant_for(self.user_name, None)
         return list(dict.fromkeys(out)) if out else [fallback]
 
@@ -71,7 +88,7 @@ class Identity:
 
     def notebook_root(self) -> Path:
         """The folder a submitted notebook path is resolved in (and may not leave)."""
-        template = self.settings.get("gpusched_user_root") if self.multi_user else None
+        template = self.gpusched.user_root_template if self.multi_user else None
         if not template:
             return Path(self.settings["server_root_dir"])
         name = self.user_name

@@ -1,21 +1,50 @@
-"""The Jupyter server extension: configuration (`c.GPUSched.*`) and wiring."""
+"""The Jupyter server extension: configuration (`c.GPUSched.*`) and wiring.
+
+Where jobs run is a `Backend` class (`c.GPUSched.backend_class`, or the `backend` shortcut),
+built as a traitlets Configurable that reads its own section (`c.LocalBackend.*`,
+`c.KubernetesBackend.*`). The scheduler's settings go into one `ServiceConfig`; what the
+handlers need goes into one `GPUSchedSettings` (settings.py). JupyterHub's modes (the hub
+service, a user's server forwarding to it) extend this class in `hub/extension.py`.
+"""
 
 from __future__ import annotations
 
 import getpass
 import os
 from pathlib import Path
+from typing import Any, cast
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Dict, Float, Int, List, Unicode, default, validate
+from traitlets import Bool, Dict, Float, Int, List, Type, Unicode, default, validate
+from traitlets.config import Config, Configurable
+from traitlets.utils.importstring import import_item
 
+from ..backends.base import Backend
 from ..core import Pool, Tenant, policy_names
 from ..core.health import HealthConfig
 from ..service import Service, ServiceConfig
+from ..service.advisor import parse_scaling
+from ..service.prometheus import DEFAULT_QUERY, PrometheusSource
 from ..store import default_url
 from .routes import handlers
-from .scaling import parse_scaling
+from .settings import SETTINGS_KEY, GPUSchedSettings
+
+# c.GPUSched.backend names these classes
+BACKEND_SHORTCUTS = {
+    "local": "jupyter_gpusched.backends.local.LocalBackend",
+    "kubernetes": "jupyter_gpusched.backends.kubernetes.KubernetesBackend",
+}
+# c.GPUSched.k8s_<name> -> c.KubernetesBackend.<name>, kept for one release
+DEPRECATED_K8S = (
+    "kubeconfig", "context", "in_cluster", "namespace", "tenant_namespaces", "image", "image_pull_policy",
+    "pool_label", "default_pool", "pools", "spot_taint", "gpu_resource", "instance", "service_account",
+    "output_volume", "container_resources", "ttl_after_finished", "copy_logs", "log_interval", "workers",
+)  # fmt: skip
+
+
+def _deprecated(name: str) -> str:
+    return f"Deprecated: use c.KubernetesBackend.{name} (this name goes in the next release)."
 
 
 class GPUSched(ExtensionApp):
@@ -24,8 +53,19 @@ class GPUSched(ExtensionApp):
     name = "jupyter_gpusched"
     load_other_extensions = True
 
+    backend_class = Type(
+        default_value=None,
+        klass="jupyter_gpusched.backends.base.Backend",
+        allow_none=True,
+        config=True,
+        help="Where jobs run: a Backend subclass (a traitlets Configurable: its settings are c.<ClassName>.*). "
+        "Unset: the class the `backend` shortcut names.",
+    )
     backend = Unicode(
-        "local", config=True, help="Where jobs run: 'local' (this machine) or 'kubernetes' (batch/v1 Jobs; see k8s_*)."
+        "local",
+        config=True,
+        help="Shortcut for backend_class: 'local' (LocalBackend: this machine; c.LocalBackend.*) or 'kubernetes' "
+        "(KubernetesBackend: batch/v1 Jobs; c.KubernetesBackend.*, see docs/kubernetes.md).",
     )
     policy = Unicode("dynamic", config=True, help=f"Scheduling policy: one of {', '.join(policy_names())}.")
     db_url = Unicode(
@@ -33,7 +73,10 @@ class GPUSched(ExtensionApp):
     )
     data_dir = Unicode("", config=True, help="Folder for the store and job folders. Default: <jupyter data dir>/gpusched.")
     local_gpus = Int(
-        4, config=True, help="Virtual GPUs the local backend offers when no NVIDIA GPU is found (NVML)."
+        4,
+        config=True,
+        help="Virtual GPUs the local backend offers when no NVIDIA GPU is found (NVML). Shortcut for "
+        "c.LocalBackend.virtual_gpus, which wins when set.",
     )
     tenants = Dict(
         config=True,
@@ -53,7 +96,8 @@ class GPUSched(ExtensionApp):
     )
     pools = Dict(
         config=True,
-        help="Pool terms: {name: {'spot': bool, 'price_per_gpu_hour': float, 'gpu_type': str}}. The local backend's pool is 'local'.",
+        help="Pool terms: {name: {'spot': bool, 'price_per_gpu_hour': float, 'gpu_type': str}}. The local backend's "
+        "pool is 'local'. The Kubernetes backend treats the spot ones as spot unless c.KubernetesBackend.spot_pools is set.",
     )
     admin_users = List(
         Unicode(), config=True, help="Users who see every job. Empty: everyone who can reach the server (single-user)."
@@ -83,46 +127,27 @@ class GPUSched(ExtensionApp):
         "path is resolved inside it and may not leave it. Match it to the single-user servers' root "
         "(c.Spawner.notebook_dir, or the home directory).",
     )
-    hub_service_url = Unicode(
-        config=True,
-        help="Single-user server under JupyterHub: URL of the jupyter-gpusched hub service "
-        "(e.g. http://127.0.0.1:10101/services/gpusched/). When set, this server runs no scheduler of its own: "
-        "it forwards /gpusched/api/* to the service as this server's user. Default: $GPUSCHED_HUB_SERVICE_URL.",
-    )
-    hub_api_token = Unicode(
-        config=True,
-        help="Token sent with forwarded requests (needs access:services!service=<name>). Default: $JUPYTERHUB_API_TOKEN.",
-    )
-    # --- kubernetes backend (docs/kubernetes.md) ---
-    k8s_kubeconfig = Unicode("", config=True, help="Kubernetes: kubeconfig file. Empty: $KUBECONFIG or ~/.kube/config, else in-cluster.")
-    k8s_context = Unicode("", config=True, help="Kubernetes: kubeconfig context. Empty: the current context.")
-    k8s_in_cluster = Bool(False, config=True, help="Kubernetes: use the pod's service account (the service runs in the cluster).")
-    k8s_namespace = Unicode("default", config=True, help="Kubernetes: namespace of the Jobs.")
-    k8s_tenant_namespaces = Dict(config=True, help="Kubernetes: {tenant: namespace} for tenants whose Jobs go to a namespace of their own.")
-    k8s_image = Unicode(
-        "quay.io/jupyter/scipy-notebook:latest", config=True, help="Kubernetes: container image of the jobs (must have papermill)."
-    )
-    k8s_image_pull_policy = Unicode("IfNotPresent", config=True, help="Kubernetes: imagePullPolicy of the job container.")
-    k8s_pool_label = Unicode("gpusched.io/pool", config=True, help="Kubernetes: node label whose value is the node's pool.")
-    k8s_default_pool = Unicode("default", config=True, help="Kubernetes: pool of GPU nodes without the pool label.")
-    k8s_pools = List(Unicode(), config=True, help="Kubernetes: use only nodes of these pools. Empty: every GPU node.")
-    k8s_spot_taint = Unicode(
-        "gpusched.io/spot", config=True, help="Kubernetes: taint key of spot nodes (their pools are spot; Jobs placed there tolerate it)."
-    )
-    k8s_gpu_resource = Unicode("nvidia.com/gpu", config=True, help="Kubernetes: extended resource name of a GPU.")
-    k8s_instance = Unicode("default", config=True, help="Kubernetes: label value telling this service's Jobs from another's.")
-    k8s_service_account = Unicode("", config=True, help="Kubernetes: service account of the job pods. Empty: the namespace default.")
-    k8s_output_volume = Dict(
-        config=True, help="Kubernetes: a pod volume (without name), e.g. {'persistentVolumeClaim': {'claimName': 'gpusched'}}, "
-        "mounted at /gpusched/output with the Job's name as subPath. Empty: an emptyDir."
-    )
-    k8s_container_resources = Dict(config=True, help="Kubernetes: extra container resources, e.g. {'requests': {'cpu': '4', 'memory': '32Gi'}}.")
-    k8s_ttl_after_finished = Int(86400, config=True, help="Kubernetes: seconds a finished Job is kept (-1: forever).")
-    k8s_copy_logs = Bool(
-        True, config=True, help="Kubernetes: copy each pod's container log into the job's log (needs RBAC pods/log get)."
-    )
-    k8s_log_interval = Float(5.0, config=True, help="Kubernetes: seconds between log fetches of a running pod.")
-    k8s_workers = Int(4, config=True, help="Kubernetes: threads writing to the API server.")
+    # --- deprecated: the Kubernetes backend's own settings are c.KubernetesBackend.* (docs/kubernetes.md) ---
+    k8s_kubeconfig = Unicode("", config=True, help=_deprecated("kubeconfig"))
+    k8s_context = Unicode("", config=True, help=_deprecated("context"))
+    k8s_in_cluster = Bool(False, config=True, help=_deprecated("in_cluster"))
+    k8s_namespace = Unicode("default", config=True, help=_deprecated("namespace"))
+    k8s_tenant_namespaces = Dict(config=True, help=_deprecated("tenant_namespaces"))
+    k8s_image = Unicode("quay.io/jupyter/scipy-notebook:latest", config=True, help=_deprecated("image"))
+    k8s_image_pull_policy = Unicode("IfNotPresent", config=True, help=_deprecated("image_pull_policy"))
+    k8s_pool_label = Unicode("gpusched.io/pool", config=True, help=_deprecated("pool_label"))
+    k8s_default_pool = Unicode("default", config=True, help=_deprecated("default_pool"))
+    k8s_pools = List(Unicode(), config=True, help=_deprecated("pools"))
+    k8s_spot_taint = Unicode("gpusched.io/spot", config=True, help=_deprecated("spot_taint"))
+    k8s_gpu_resource = Unicode("nvidia.com/gpu", config=True, help=_deprecated("gpu_resource"))
+    k8s_instance = Unicode("default", config=True, help=_deprecated("instance"))
+    k8s_service_account = Unicode("", config=True, help=_deprecated("service_account"))
+    k8s_output_volume = Dict(config=True, help=_deprecated("output_volume"))
+    k8s_container_resources = Dict(config=True, help=_deprecated("container_resources"))
+    k8s_ttl_after_finished = Int(86400, config=True, help=_deprecated("ttl_after_finished"))
+    k8s_copy_logs = Bool(True, config=True, help=_deprecated("copy_logs"))
+    k8s_log_interval = Float(5.0, config=True, help=_deprecated("log_interval"))
+    k8s_workers = Int(4, config=True, help=_deprecated("workers"))
     # --- Prometheus, for forecasts of GPU use from DCGM metrics (docs/forecasting.md) ---
     prometheus_url = Unicode(
         config=True,
@@ -130,7 +155,7 @@ class GPUSched(ExtensionApp):
         "GET forecast?series=gpu_busy. Empty: that series is off. Default: $GPUSCHED_PROMETHEUS_URL.",
     )
     prometheus_query = Unicode(
-        "sum(max_over_time(DCGM_FI_DEV_GPU_UTIL[10m]) > bool 0)",
+        DEFAULT_QUERY,
         config=True,
         help="PromQL for the GPUs busy, evaluated every 10 minutes; its series are summed. The default counts each "
         "GPU that did any work in the 10 minutes before (DCGM_FI_DEV_GPU_UTIL is in dcgm-exporter's default "
@@ -149,26 +174,11 @@ class GPUSched(ExtensionApp):
     tick_interval = Float(0.5, config=True, help="Seconds between scheduling passes.")
     heartbeat_timeout = Float(60.0, config=True, help="A running job whose runner is silent this long is lost and retried.")
 
+    service: Service | None = None
+
     @default("data_dir")
     def _default_data_dir(self) -> str:
         return str(Path(jupyter_data_dir()) / "gpusched")
-
-    @default("hub_service_url")
-    def _default_hub_service_url(self) -> str:
-        return os.environ.get("GPUSCHED_HUB_SERVICE_URL", "")
-
-    @default("hub_api_token")
-    def _default_hub_api_token(self) -> str:
-        return os.environ.get("JUPYTERHUB_API_TOKEN", "")
-
-    @property
-    def is_multi_user(self) -> bool:
-        return self.multi_user or bool(getattr(self.serverapp, "gpusched_hub_service", False))
-
-    @property
-    def forwards(self) -> bool:
-        """A single-user server under a hub with the service configured: forward, run no core."""
-        return bool(self.hub_service_url) and not self.is_multi_user
 
     @default("prometheus_url")
     def _default_prometheus_url(self) -> str:
@@ -188,10 +198,66 @@ class GPUSched(ExtensionApp):
 
     @validate("backend")
     def _check_backend(self, proposal):
-        if proposal["value"] not in ("local", "kubernetes"):
+        if proposal["value"] not in BACKEND_SHORTCUTS:
             raise ValueError(f"c.GPUSched.backend must be 'local' or 'kubernetes', not {proposal['value']!r}")
         return proposal["value"]
 
+    @property
+    def is_multi_user(self) -> bool:
+        return self.multi_user
+
+    # --- the backend ------------------------------------------------------------------------
+    def chosen_backend_class(self) -> type[Backend]:
+        """`backend_class`, else the class the `backend` shortcut names."""
+        if self.backend_class is not None:
+            return self.backend_class
+        return import_item(BACKEND_SHORTCUTS[self.backend])
+
+    def _section(self, name: str) -> Config:
+        return self.config[name] if name in self.config else Config()
+
+    def _set_here(self, name: str) -> bool:
+        """Was this trait of ours given a value (in our config sections or to the constructor)?"""
+        if any(name in self._section(section) for section in self.section_names()):
+            return True
+        return getattr(self, name) != self.traits()[name].default()
+
+    def backend_shortcuts(self) -> Config:
+        """The backends' settings our shortcuts and deprecated names stand for, where the backend's
+        own section does not set them: `local_gpus` -> c.LocalBackend.virtual_gpus, each
+        `k8s_<name>` -> c.KubernetesBackend.<name> (with a warning), the spot entries of `pools`
+        -> c.KubernetesBackend.spot_pools."""
+        out = Config()
+        local, k8s = self._section("LocalBackend"), self._section("KubernetesBackend")
+        if "virtual_gpus" not in local:
+            out.LocalBackend.virtual_gpus = self.local_gpus
+        for name in DEPRECATED_K8S:
+            if not self._set_here(f"k8s_{name}"):
+                continue
+            self.log.warning("c.GPUSched.k8s_%s is deprecated: use c.KubernetesBackend.%s", name, name)
+            if name not in k8s:
+                out.KubernetesBackend[name] = getattr(self, f"k8s_{name}")
+        if "spot_pools" not in k8s:
+            out.KubernetesBackend.spot_pools = sorted(name for name, t in self.pools.items() if (t or {}).get("spot"))
+        return out
+
+    def apply_backend_shortcuts(self) -> Config:
+        """Merge `backend_shortcuts()` into this app's config, which a backend built as its child
+        reads, and return that config (e.g. for reading c.KubernetesBackend.* without a server)."""
+        self.update_config(self.backend_shortcuts())
+        return self.config
+
+    def make_backend(self) -> Backend:
+        """The backend, built as a Configurable child of this app (it reads c.<ItsClass>.*)."""
+        self.apply_backend_shortcuts()
+        cls = self.chosen_backend_class()
+        if not issubclass(cls, Configurable):  # TRANSITIONAL until the backends are Configurables (issue 10 merge)
+            if cls.__name__ == "LocalBackend":
+                return cast(Any, cls)(virtual_gpus=self.config.LocalBackend.virtual_gpus)
+            return cls()
+        return cast(Any, cls)(parent=self)
+
+    # --- the service and the handlers' settings ---------------------------------------------
     def _tenants(self) -> tuple[Tenant, ...]:
         out = []
         for name, terms in sorted(self.tenants.items()):
@@ -199,8 +265,8 @@ class GPUSched(ExtensionApp):
             out.append(Tenant(name, int(terms.get("quota", 0)), None if terms.get("burst") is None else int(terms["burst"])))
         return tuple(out)
 
-    def _pools(self) -> tuple[Pool, ...]:
-        return tuple(
+    def _pools(self, backend: Backend) -> tuple[Pool, ...]:
+        pools = tuple(
             Pool(
                 name,
                 spot=bool(t.get("spot", False)),
@@ -209,74 +275,27 @@ class GPUSched(ExtensionApp):
             )
             for name, t in sorted(self.pools.items())
         )
-
-    def kubernetes_config(self):
-        from ..backends.kubernetes import KubernetesConfig
-
-        return KubernetesConfig(
-            kubeconfig=self.k8s_kubeconfig,
-            context=self.k8s_context,
-            in_cluster=self.k8s_in_cluster,
-            namespace=self.k8s_namespace,
-            tenant_namespaces=dict(self.k8s_tenant_namespaces),
-            image=self.k8s_image,
-            image_pull_policy=self.k8s_image_pull_policy,
-            pool_label=self.k8s_pool_label,
-            default_pool=self.k8s_default_pool,
-            pools=tuple(self.k8s_pools),
-            spot_pools=tuple(name for name, t in self.pools.items() if (t or {}).get("spot")),
-            spot_taint=self.k8s_spot_taint,
-            gpu_resource=self.k8s_gpu_resource,
-            instance=self.k8s_instance,
-            service_account=self.k8s_service_account,
-            output_volume=dict(self.k8s_output_volume) or None,
-            container_resources=dict(self.k8s_container_resources),
-            ttl_after_finished=None if self.k8s_ttl_after_finished < 0 else self.k8s_ttl_after_finished,
-            workers=self.k8s_workers,
-            copy_logs=self.k8s_copy_logs,
-            log_interval=self.k8s_log_interval,
-        )
-
-    def make_backend(self):
-        if self.backend == "kubernetes":
-            from ..backends.kubernetes import KubernetesBackend
-
-            return KubernetesBackend(self.kubernetes_config())
-        from ..backends.local import LocalBackend
-
-        return LocalBackend(virtual_gpus=self.local_gpus)
-
-    def initialize_settings(self) -> None:
-        self.service = None
-        if self.forwards:
-            from ..hub.forward import CallerStatus, Forwarder
-
-            forwarder = Forwarder(self.hub_service_url, self.hub_api_token)
-            self.settings.update(gpusched_forward=forwarder, gpusched_forward_caller=CallerStatus(forwarder))
-            self.log.info("jupyter-gpusched: forwarding to the hub service at %s", self.hub_service_url)
-            return
-        if self.is_multi_user:
-            known = set(self.tenants) | {self.default_tenant}
-            unknown = sorted(set(self.group_tenants.values()) - known)
-            if unknown:
-                raise ValueError(f"c.GPUSched.group_tenants names tenants not in c.GPUSched.tenants: {', '.join(unknown)}")
-            try:
-                self.user_root_template.format(username="someone")
-            except (KeyError, IndexError, ValueError) as exc:
-                raise ValueError(
-                    f"c.GPUSched.user_root_template {self.user_root_template!r} may use only {{username}}: {exc!r}"
-                ) from None
-        data_dir = Path(self.data_dir).expanduser()
-        backend = self.make_backend()
-        if self.is_multi_user:  # a job runs the notebook checked at submission, or none
-            from ..hub.contain import ContainedBackend
-
-            backend = ContainedBackend(backend)
-        pools = self._pools()
         configured = {p.name for p in pools}
         # A cluster backend reports the pools it finds (spot where its nodes carry the spot taint).
-        pools += tuple(p for p in getattr(backend, "pools", list)() if p.name not in configured)
-        config = ServiceConfig(
+        found = getattr(backend, "pools", None)
+        return pools + tuple(p for p in (found() if callable(found) else ()) if p.name not in configured)
+
+    def _check_multi_user(self) -> None:
+        known = set(self.tenants) | {self.default_tenant}
+        unknown = sorted(set(self.group_tenants.values()) - known)
+        if unknown:
+            raise ValueError(f"c.GPUSched.group_tenants names tenants not in c.GPUSched.tenants: {', '.join(unknown)}")
+        try:
+            self.user_root_template.format(username="someone")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"c.GPUSched.user_root_template {self.user_root_template!r} may use only {{username}}: {exc!r}"
+            ) from None
+
+    def service_config(self, backend: Backend) -> ServiceConfig:
+        data_dir = Path(self.data_dir).expanduser()
+        assert self.serverapp is not None
+        return ServiceConfig(
             db_url=self.db_url or default_url(data_dir),
             data_dir=data_dir,
             root_dir=Path(self.serverapp.root_dir),
@@ -284,55 +303,49 @@ class GPUSched(ExtensionApp):
             tenants=self._tenants(),
             default_tenant=self.default_tenant,
             user_tenants=dict(self.user_tenants),
-            pools=pools,
+            pools=self._pools(backend),
             aging_interval=self.aging_interval,
             tick_interval=self.tick_interval,
             health=HealthConfig(heartbeat_timeout=self.heartbeat_timeout),
+            prometheus=PrometheusSource(self.prometheus_url, self.prometheus_query, self.prometheus_tenant_query),
+            scaling=parse_scaling(self.scaling),
         )
+
+    def handler_settings(self, service: Service | None) -> GPUSchedSettings:
+        return GPUSchedSettings(
+            service=service,
+            owner=getpass.getuser(),
+            admin_users=frozenset(self.admin_users),
+            identity_usernames=self.identity_usernames,
+            multi_user=self.is_multi_user,
+            group_tenants=dict(self.group_tenants),
+            admin_groups=frozenset(self.admin_groups),
+            user_root_template=self.user_root_template,
+        )
+
+    def initialize_settings(self) -> None:
+        self.service = None
+        if self.is_multi_user:
+            self._check_multi_user()
+        backend = self.make_backend()
+        config = self.service_config(backend)
         self.service = Service(config, backend)
-        self.settings.update(
-            gpusched_service=self.service,
-            gpusched_admin_users=set(self.admin_users),
-            gpusched_identity_usernames=self.identity_usernames,
-            gpusched_owner=getpass.getuser(),
-            gpusched_multi_user=self.is_multi_user,
-            gpusched_group_tenants=dict(self.group_tenants),
-            gpusched_admin_groups=set(self.admin_groups),
-            gpusched_user_root=self.user_root_template,
-            gpusched_prometheus_url=self.prometheus_url,
-            gpusched_prometheus_query=self.prometheus_query,
-            gpusched_prometheus_tenant_query=self.prometheus_tenant_query,
-            gpusched_scaling=parse_scaling(self.scaling),
-        )
+        self.settings[SETTINGS_KEY] = self.handler_settings(self.service)
         self.log.info(
             "jupyter-gpusched: %s policy, %s backend, %d GPUs, store %s",
             self.policy,
-            self.backend,
+            backend.name,
             self.service.scheduler.cluster.total_gpus,
             config.db_url,
         )
 
     def initialize_handlers(self) -> None:
-        # ExtensionApp prepends the server's base_url
-        if self.forwards:
-            from ..hub.forward import forward_handlers
-
-            self.handlers.extend(forward_handlers("/"))
-            return
-        if self.is_multi_user:
-            from ..hub.pages import page_handlers
-
-            self.handlers.extend(page_handlers("/"))
-        self.handlers.extend(handlers("/"))
+        self.handlers.extend(handlers("/"))  # ExtensionApp prepends the server's base_url
 
     async def _start_jupyter_server_extension(self, serverapp) -> None:
         if self.service is not None:
             self.service.start()
-        if "gpusched_forward_caller" in self.settings:
-            self.settings["gpusched_forward_caller"].start()
 
     async def stop_extension(self) -> None:
         if self.service is not None:
             await self.service.stop()
-        if "gpusched_forward_caller" in self.settings:
-            self.settings["gpusched_forward_caller"].stop()

@@ -1,4 +1,4 @@
-"""The base of every gpusched API handler: the service, JSON errors, query arguments."""
+"""The base of every gpusched API handler: the service, JSON errors (the service's too), query arguments."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from ..core import SpecError
-from ..service import JobNotFound, Service
+from ..service import InvalidArgument, JobNotFound, NotConfigured, NotFound, Service, ServiceError, UpstreamError
 from .access import AUTH_RESOURCE, Identity
 from .validation import ApiError
+
+# The HTTP status of each kind of service error (UpstreamError carries its own: 502 or 503).
+SERVICE_ERROR_STATUS: dict[type[ServiceError], int] = {InvalidArgument: 400, NotConfigured: 400, NotFound: 404}
 
 
 class GPUSchedHandler(Identity, APIHandler):
@@ -19,7 +22,9 @@ class GPUSchedHandler(Identity, APIHandler):
 
     @property
     def service(self) -> Service:
-        service = self.settings["gpusched_service"]
+        service = self.gpusched.service
+        if service is None:
+            raise ApiError(503, "unavailable", "this server runs no GPU scheduler")
         service.start()  # idempotent; covers servers that never ran the extension's start hook
         return service
 
@@ -78,8 +83,17 @@ def _code(status: int) -> str:
     )
 
 
+def http_error(err: ServiceError) -> ApiError:
+    """A service error as the REST API answers it."""
+    if isinstance(err, UpstreamError):
+        status = err.status
+    else:
+        status = next((s for kind, s in SERVICE_ERROR_STATUS.items() if isinstance(err, kind)), 500)
+    return ApiError(status, err.code, err.message, err.field)
+
+
 def api_errors(method):
-    """Turn ApiError / SpecError raised by a handler method into the JSON error response."""
+    """Turn ApiError / SpecError / ServiceError raised by a handler method into the JSON error response."""
 
     async def wrapper(self, *args, **kwargs):
         try:
@@ -88,6 +102,8 @@ def api_errors(method):
             self.fail(err)
         except SpecError as err:
             self.fail(ApiError(400, "invalid_value", err.message, err.field))
+        except ServiceError as err:
+            self.fail(http_error(err))
 
     wrapper.__name__ = method.__name__
     wrapper.__doc__ = method.__doc__

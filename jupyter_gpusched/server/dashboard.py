@@ -6,7 +6,7 @@ for gpusched admins: the same rule as the REST API (`Identity.is_admin`: on a
 single-user server with `c.GPUSched.admin_users` empty, everyone holding the token is
 the owner and an admin). Others get 403 before any kernel starts. In a user's server that
 forwards to the JupyterHub service, the service decides: its ``api/me`` answer for the
-server's user, refreshed every minute (`hub.forward.CallerStatus`).
+server's user, refreshed every minute (`GPUSchedSettings.remote_admin`).
 
 The check is Voila's `prelaunch_hook`. This module is also a tiny server extension that
 installs it (jupyter-config/jupyter_server_config.d/jupyter_gpusched_dashboard.json turns
@@ -25,24 +25,33 @@ from typing import Any
 from tornado import web
 
 from .access import Identity
+from .settings import settings_of
 
 
 class _Asker(Identity):
     """The identity rules applied to any handler (Voila's is not one of ours)."""
 
     def __init__(self, handler: web.RequestHandler):
-        self.settings = handler.settings
-        self.current_user = handler.current_user
+        self._handler = handler
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return self._handler.settings
+
+    @property
+    def current_user(self) -> Any:
+        return self._handler.current_user
 
 
 def is_admin(handler: web.RequestHandler) -> bool:
-    caller = handler.settings.get("gpusched_forward_caller")
-    if caller is not None:  # a user's server under a hub: the hub service decides
-        if caller.admin is None:
+    gs = settings_of(handler.settings)
+    if gs is None:
+        return True  # gpusched is not running here: nothing to guard
+    if gs.remote_admin is not None:  # a user's server under a hub: the hub service decides
+        admin = gs.remote_admin()
+        if admin is None:
             raise web.HTTPError(503, "cannot yet confirm with the GPU scheduler service that you are an admin; retry shortly")
-        return caller.admin
-    if "gpusched_admin_users" not in handler.settings and not handler.settings.get("gpusched_multi_user"):
-        return True  # gpusched is not running its own service here: nothing to guard
+        return admin
     return _Asker(handler).is_admin
 
 
@@ -80,12 +89,12 @@ def _load_jupyter_server_extension(serverapp) -> None:
     if other is admin_only_prelaunch_hook or getattr(other, "_gpusched_guard", False):
         return
     if other is None:
-        hook = admin_only_prelaunch_hook
+        section.prelaunch_hook = admin_only_prelaunch_hook
     else:
 
-        def hook(req, notebook, cwd):
+        def guard_then_other(req, notebook, cwd):
             return admin_only_prelaunch_hook(req, notebook, cwd, _then=other)
 
-        hook._gpusched_guard = True  # type: ignore[attr-defined]
-    section.prelaunch_hook = hook
+        guard_then_other._gpusched_guard = True  # type: ignore[attr-defined]
+        section.prelaunch_hook = guard_then_other
     serverapp.log.info("jupyter-gpusched: admin-only Voila dashboards guarded")

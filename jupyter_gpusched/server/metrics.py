@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core import JobState
 
@@ -52,4 +52,21 @@ def render_metrics(service: Service) -> str:
         "Jobs that ended, by final state.",
         [({"state": st.value}, ended.get(st.value, 0)) for st in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)],
     )
+    return "\n".join(lines) + "\n"
+
+
+def render_scaling_metrics(rec: dict[str, Any]) -> str:
+    """A pool-size recommendation (`Advisor.recommend`) in the Prometheus text format."""
+    pools = rec["pools"]
+    lines = [
+        "# HELP gpusched_pool_nodes Nodes in each pool now.",
+        "# TYPE gpusched_pool_nodes gauge",
+        *(f'gpusched_pool_nodes{{pool="{_esc(p["name"])}"}} {p["nodes"]}' for p in pools),
+        "# HELP gpusched_pool_recommended_nodes Nodes each pool should have (forecast upper edge over the lead time).",
+        "# TYPE gpusched_pool_recommended_nodes gauge",
+        *(f'gpusched_pool_recommended_nodes{{pool="{_esc(p["name"])}"}} {p["recommended_nodes"]}' for p in pools),
+        "# HELP gpusched_demand_forecast_peak_gpus Largest forecast upper edge over the lead time.",
+        "# TYPE gpusched_demand_forecast_peak_gpus gauge",
+        f"gpusched_demand_forecast_peak_gpus {rec['forecast_peak_gpus']}",
+    ]
     return "\n".join(lines) + "\n"

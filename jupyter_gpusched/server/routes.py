@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from jupyter_server.utils import url_path_join
 
-from .forecast import ForecastHandler
 from .handlers.cluster import ClusterHandler, MeHandler, MetricsHandler, NotFoundHandler, QueuesHandler, UsageHandler
+from .handlers.forecast import ForecastHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobLogHandler, JobOutputHandler, JobsHandler
-from .scaling import ScalingHandler
+from .handlers.scaling import ScalingHandler
 
 
 def handlers(base_url: str) -> list[tuple[str, type]]:

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any
 
 from ..core import JobState
 from ..service import Service
+from ..service.views import iso
 
-
-def iso(t: float | None) -> str | None:
-    return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
+__all__ = ["iso", "job_json"]
 
 
 def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
     s = job.spec
-    info = service.info.get(job.id, {})
+    info = service.info.get(job.id)
     out: dict[str, Any] = {
         "id": job.id,
         "state": job.state.value,
@@ -34,8 +32,8 @@ def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
         "borrowed": job.borrowed,
         "attempts": job.attempts,
         "preemptions": job.preemptions,
-        "progress": info.get("progress"),
-        "message": info.get("message", ""),
+        "progress": info.progress if info is not None else None,
+        "message": info.message if info is not None else "",
     }
     if detail:
         out["parameters"] = dict(s.parameters)

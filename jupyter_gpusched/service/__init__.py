@@ -1,5 +1,18 @@
 """The live service: the scheduling loop over a store and a backend, and what the edges read from it."""
 
-from .loop import JobNotFound, Service, ServiceConfig
+from .errors import InvalidArgument, JobNotFound, LaunchRefused, NotConfigured, NotFound, ServiceError, UpstreamError
+from .info import JobInfo
+from .loop import Service, ServiceConfig
 
-__all__ = ["JobNotFound", "Service", "ServiceConfig"]
+__all__ = [
+    "InvalidArgument",
+    "JobInfo",
+    "JobNotFound",
+    "LaunchRefused",
+    "NotConfigured",
+    "NotFound",
+    "Service",
+    "ServiceConfig",
+    "ServiceError",
+    "UpstreamError",
+]

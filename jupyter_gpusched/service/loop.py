@@ -5,6 +5,12 @@ heartbeats, exits), applies the health rules, runs one scheduling pass, carries 
 decisions out on the backend, and writes every changed job and event to the store.
 All core access happens on the event loop thread, so the core needs no locks.
 Submissions are written to the store before they are acknowledged.
+
+A launch the backend refuses with a BackendError is an infrastructure failure, not the
+notebook's: the job keeps its GPUs for a pause (`launch_backoff`, doubling), then goes back in
+line (`Scheduler.not_started`); after `launch_retries` such retries in a row it fails. These
+retries are counted apart from `max_retries` (re-runs after a job was lost to infrastructure
+while it ran). A `LaunchRefused` (the job can never start as it stands) fails it at once.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..backends.base import Backend, BackendError, BackendUpdate, LaunchRequest, log_path, output_path
+from ..backends.base import Backend, BackendError, BackendUpdate, LaunchRequest
 from ..core import (
     Admit,
     Cluster,
@@ -36,6 +42,12 @@ from ..core import (
 )
 from ..core.health import HealthConfig, leaked_gpus, lost_jobs, zombie_processes
 from ..store import Store
+from .advisor import Advisor, ScalingSettings
+from .errors import LaunchRefused
+from .forecasting import Forecasts
+from .info import JobInfo
+from .prometheus import PrometheusSource
+from .views import ServiceViews
 
 log = logging.getLogger("jupyter_gpusched")
 
@@ -54,13 +66,16 @@ class ServiceConfig:
     tick_interval: float = 0.5
     memory_check_interval: float = 30.0  # seconds between GPU-memory leak checks
     health: HealthConfig = field(default_factory=HealthConfig)
+    launch_retries: int = 3  # failed launches in a row before the job fails (apart from max_retries)
+    launch_backoff: float = 1.0  # seconds of the first pause after a failed launch; doubles each time
+    prometheus: PrometheusSource = field(default_factory=PrometheusSource)  # the gpu_busy series
+    scaling: ScalingSettings = field(default_factory=ScalingSettings)  # pool-size advice
 
 
-class JobNotFound(KeyError):
-    pass
+MAX_LAUNCH_PAUSE = 60.0  # seconds; well inside HealthConfig.start_timeout, so a paused job is not lost
 
 
-class Service:
+class Service(ServiceViews):
     def __init__(self, config: ServiceConfig, backend: Backend, clock: Callable[[], float] = time.time):
         self.config = config
         self.backend = backend
@@ -79,7 +94,10 @@ class Service:
             config.policy,
             SchedulerConfig(aging_interval=config.aging_interval, strict_tenants=True),
         )
-        self.info: dict[str, dict[str, Any]] = {}  # job id -> driver facts (job dir, heartbeat, progress, message)
+        self.info: dict[str, JobInfo] = {}  # job id -> what the service knows beyond the core's record
+        self.forecasts = Forecasts(self.usage, clock, lambda: self.scheduler.ledger.tenants, config.prometheus)
+        self.advisor = Advisor(self.scheduler, self.forecasts, clock, config.scaling, getattr(backend, "elastic", True))
+        self._requeue_at: dict[str, tuple[float, int, str]] = {}  # after a failed launch: (when, attempt, why)
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._last_usage_minute: int | None = None
@@ -95,12 +113,12 @@ class Service:
         rows = list(self.store.load_jobs())
         # A backend whose jobs outlive the service (Kubernetes) takes over those still running.
         adopted = self.backend.adopt({job.id: (job.state, job.allocation) for job, _ in rows}) or set()
-        for job, info in rows:
-            self.info[job.id] = info
+        for job, stored in rows:
+            info = self.info[job.id] = JobInfo.from_dict(stored)
             if job.id in adopted and self._fits(job):
                 self.scheduler.restore(job)  # keeps its GPUs; its news comes through poll()
             elif job.state.holds_gpus:
-                job_dir = Path(info.get("job_dir", self.jobs_dir / job.id))
+                job_dir = Path(info.job_dir) if info.job_dir else self.jobs_dir / job.id
                 if self.backend.reap_orphan(job_dir):
                     log.warning("killed the runner of job %s left from before the restart", job.id)
                 self.scheduler.recover(job, now, "the server stopped while the job was active")
@@ -159,10 +177,12 @@ class Service:
             job = self._apply_update(update)
             if job is not None:
                 touched[job.id] = job
-        heartbeats = {jid: self.info[jid]["heartbeat_at"] for jid in s.active if self.info.get(jid, {}).get("heartbeat_at")}
+        heartbeats = {jid: info.heartbeat_at for jid in s.active if (info := self.info.get(jid)) and info.heartbeat_at}
         for jid in lost_jobs(list(s.active.values()), heartbeats, now, self.config.health):
             self.backend.kill(jid, "no heartbeat")
             touched[jid] = s.lost(jid, now, "no heartbeat from the runner")
+        for job in self._requeue_paused(now):
+            touched[job.id] = job
         self._reap_zombies()
         if now - self._last_memory_check >= self.config.memory_check_interval:
             self._last_memory_check = now
@@ -214,10 +234,10 @@ class Service:
         job = s.jobs.get(u.job_id)
         if job is None or not job.state.holds_gpus:
             return None  # news about a job we already stopped (cancel, preemption)
-        info = self.info.setdefault(job.id, {})
-        info["heartbeat_at"] = u.time
+        info = self.info.setdefault(job.id, JobInfo())
+        info.heartbeat_at = u.time
         if u.progress is not None:
-            info["progress"] = list(u.progress)
+            info.progress = list(u.progress)
         if u.kind == "started" and job.state is JobState.ADMITTED:
             s.started(job.id, u.time)
         elif u.kind == "heartbeat" and job.state is JobState.ADMITTED:
@@ -225,7 +245,7 @@ class Service:
         elif u.kind in ("succeeded", "failed"):
             if job.state is JobState.ADMITTED:
                 s.started(job.id, u.time)
-            info["message"] = u.message
+            info.message = u.message
             s.finished(job.id, u.time, ok=u.kind == "succeeded", reason=u.message)
         elif u.kind == "preempted":  # stopped through no fault of its own: back in line, no retry used
             s.preempt(job.id, u.time, u.message or "preempted by the backend")
@@ -254,8 +274,8 @@ class Service:
     def _launch(self, job: Job, now: float) -> None:
         job_dir = self.jobs_dir / job.id
         job_dir.mkdir(parents=True, exist_ok=True)
-        info = self.info.setdefault(job.id, {})
-        info.update(job_dir=str(job_dir), heartbeat_at=now, progress=None, message="")
+        info = self.info.setdefault(job.id, JobInfo())
+        info.job_dir, info.heartbeat_at, info.progress, info.message = str(job_dir), now, None, ""
         notebook = (self.config.root_dir / job.spec.notebook).resolve()
         gpu_ids = tuple(g for _, ids in job.allocation for g in ids)
         try:
@@ -272,15 +292,46 @@ class Service:
                     allocation=job.allocation,
                 )
             )
+        except LaunchRefused as exc:
+            log.warning("job %s can never start: %s", job.id, exc)
+            info.message = f"could not start: {exc}"
+            self.scheduler.finished(job.id, now, ok=False, reason=info.message)
         except (BackendError, OSError) as exc:
-            log.warning("could not start job %s: %s", job.id, exc)
-            info["message"] = f"could not start: {exc}"
-            self.scheduler.finished(job.id, now, ok=False, reason=info["message"])
+            self._launch_failed(job, info, now, exc)
+        else:
+            info.launch_failures = 0
+
+    def _launch_failed(self, job: Job, info: JobInfo, now: float, exc: Exception) -> None:
+        """The backend could not start the job: back in line after a pause, or failed after too many tries."""
+        info.launch_failures += 1
+        tries, retries = info.launch_failures, self.config.launch_retries
+        if tries > retries:
+            log.warning("could not start job %s (%d tries), giving up: %s", job.id, tries, exc)
+            info.message = f"could not start: {exc} (gave up after {tries} tries)"
+            self.scheduler.finished(job.id, now, ok=False, reason=info.message)
+            return
+        pause = min(self.config.launch_backoff * 2 ** (tries - 1), MAX_LAUNCH_PAUSE)
+        log.warning("could not start job %s (try %d), again in %g s: %s", job.id, tries, pause, exc)
+        # It keeps its GPUs during the pause, so the next pass does not hand them straight back to it.
+        info.message = f"could not start: {exc} (launch retry {tries} of {retries} in {pause:g} s)"
+        self._requeue_at[job.id] = (now + pause, job.attempts, info.message)
+
+    def _requeue_paused(self, now: float) -> list[Job]:
+        """Jobs whose pause after a failed launch is over go back in line (`Scheduler.not_started`)."""
+        back = []
+        for job_id, (when, attempt, why) in list(self._requeue_at.items()):
+            job = self.scheduler.jobs.get(job_id)
+            if job is None or job.state is not JobState.ADMITTED or job.attempts != attempt:
+                del self._requeue_at[job_id]  # cancelled, preempted or lost meanwhile
+            elif now >= when:
+                del self._requeue_at[job_id]
+                back.append(self.scheduler.not_started(job_id, now, why))
+        return back
 
     def _persist(self, jobs) -> None:
         jobs = list(jobs)
         events = self.scheduler.drain_events()
-        self.store.record(jobs, events, {j.id: self.info.get(j.id, {}) for j in jobs})
+        self.store.record(jobs, events, {j.id: self.info[j.id].to_dict() if j.id in self.info else {} for j in jobs})
 
     def _record_usage(self, now: float) -> None:
         minute = int(now // 60)
@@ -338,15 +389,9 @@ class Service:
         except BackendError as exc:
             raise SpecError(getattr(exc, "field", None) or "spec", str(exc)) from None
         job = self.scheduler.submit(spec, self.clock(), job_id=uuid.uuid4().hex[:12])
-        self.info[job.id] = {"job_dir": str(self.jobs_dir / job.id)}
+        self.info[job.id] = JobInfo(job_dir=str(self.jobs_dir / job.id))
         self._persist([job])
         self.kick()
-        return job
-
-    def get(self, job_id: str) -> Job:
-        job = self.scheduler.jobs.get(job_id)
-        if job is None:
-            raise JobNotFound(job_id)
         return job
 
     def cancel(self, job_id: str, actor: str) -> Job:
@@ -358,78 +403,3 @@ class Service:
         self._persist([job])
         self.kick()
         return job
-
-    def jobs(self, *, state: str | None = None, tenant: str | None = None, owner: str | None = None) -> list[Job]:
-        out = []
-        for job in self.scheduler.jobs.values():
-            if state is not None and job.state.value != state:
-                continue
-            if tenant is not None and job.tenant != tenant:
-                continue
-            if owner is not None and job.spec.owner != owner:
-                continue
-            out.append(job)
-        out.sort(key=lambda j: j.seq, reverse=True)  # newest first
-        return out
-
-    def events(self, job_id: str):
-        self.get(job_id)
-        return self.store.events(job_id)
-
-    def log_file(self, job_id: str) -> Path:
-        return log_path(Path(self.info.get(self.get(job_id).id, {}).get("job_dir", self.jobs_dir / job_id)))
-
-    def output_file(self, job_id: str) -> Path:
-        return output_path(Path(self.info.get(self.get(job_id).id, {}).get("job_dir", self.jobs_dir / job_id)))
-
-    def position(self, job: Job) -> int | None:
-        return self.scheduler.position(job.id)
-
-    def estimated_start(self, job: Job) -> float | None:
-        est = self.scheduler.estimate_start(job.id, self.clock())
-        return None if est is None or math.isinf(est) else est
-
-    def usage(self, minutes: int, tenant: str | None = None) -> dict[str, Any]:
-        """GPU demand history over the last `minutes`, as aligned per-tenant series."""
-        since = int(self.clock() // 60) - minutes + 1
-        rows = self.store.usage(tenant=tenant, since_minute=since)
-        stamps = sorted({m for m, _, _, _ in rows})
-        index = {m: i for i, m in enumerate(stamps)}
-        series: dict[str, dict[str, list[int]]] = {}
-        for m, t, requested, allocated in rows:
-            s = series.setdefault(t, {"requested": [0] * len(stamps), "allocated": [0] * len(stamps)})
-            s["requested"][index[m]] = requested
-            s["allocated"][index[m]] = allocated
-        return {"minutes": [m * 60.0 for m in stamps], "tenants": series}
-
-    def queues(self) -> dict[str, dict]:
-        return self.scheduler.queues_view()
-
-    def cluster(self) -> dict[str, Any]:
-        c = self.scheduler.cluster
-        nodes = []
-        for name in c.node_names:
-            nodes.append(
-                {
-                    "name": name,
-                    "pool": c.pool_of(name),
-                    "gpus": c.capacity(name),
-                    "free": c.free_on(name),
-                    "fenced": list(c.fenced_on(name)),
-                    "jobs": sorted(self.scheduler.on_node.get(name, ())),
-                }
-            )
-        allocated = c.total_gpus - c.free_gpus - sum(len(n["fenced"]) for n in nodes)
-        return {
-            "backend": self.backend.name,
-            "policy": self.scheduler.policy.name,
-            "total_gpus": c.total_gpus,
-            "free_gpus": c.free_gpus,
-            "allocated_gpus": allocated,
-            "utilization": allocated / c.total_gpus if c.total_gpus else 0.0,
-            "nodes": nodes,
-            "pools": [
-                {"name": p.name, "spot": p.spot, "price_per_gpu_hour": p.price_per_gpu_hour, "gpu_type": p.gpu_type}
-                for p in c.pools.values()
-            ],
-        }

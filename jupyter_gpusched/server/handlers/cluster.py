@@ -6,8 +6,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..base import GPUSchedHandler, api_errors
-from ..metrics import render_metrics
-from ..scaling import recommendation, render_scaling_metrics
+from ..metrics import render_metrics, render_scaling_metrics
 from ..serialize import iso
 from ..validation import ApiError
 
@@ -67,7 +66,7 @@ class MetricsHandler(GPUSchedHandler):
 
         text = render_metrics(self.service)
         try:
-            text += render_scaling_metrics(await recommendation(self.settings, self.service))
+            text += render_scaling_metrics(await self.service.advisor.recommendation())
         except Exception:  # a failed forecast must not cost the scraper every other metric
             self.log.exception("gpusched: no pool-size recommendation for /gpusched/metrics")
         self.finish(text, set_content_type="text/plain; version=0.0.4; charset=utf-8")

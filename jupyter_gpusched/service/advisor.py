@@ -1,4 +1,4 @@
-"""`GET <base_url>/gpusched/api/scaling`: how many nodes each pool should have, from the forecast.
+"""How many nodes each pool should have, from the demand forecast (`Service.advisor`).
 
 The live face of `core.scaling`, the rule the simulator evaluates (benchmarks/scaling_eval.py):
 the GPUs wanted are the largest upper edge of the demand forecast over the next
@@ -7,28 +7,24 @@ goes to spot pools; each pool gets whole nodes within its min/max; a pool grows 
 and shrinks only after `cooldown_minutes` since its last change.
 
 The scheduler cannot buy nodes (a cluster autoscaler, Karpenter or a cloud API does), so it
-recommends: per pool, the nodes it has and the nodes it should have, and why. The same
-figures are in /gpusched/metrics (`gpusched_pool_recommended_nodes`) for whatever acts on
-them. Configured by `c.GPUSched.scaling` (see `parse_scaling`); on by default with no
-headroom, no spot share and no node limits.
+recommends: per pool, the nodes it has and the nodes it should have, and why. Configured by
+`c.GPUSched.scaling` (see `parse_scaling`); on by default with no headroom, no spot share and
+no node limits.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from jupyter_server.auth.decorator import authorized
-from tornado import web
-
+from ..core import Scheduler
 from ..core import forecast as fc
 from ..core.scaling import ElasticScaler, PoolSizing, ScalingConfig, target_gpus
-from .base import GPUSchedHandler, api_errors
-from .forecast import store_forecast
-from .metrics import _esc
-from .serialize import iso
+from .forecasting import Forecasts
+from .views import iso
 
 SCALING_KEYS = {"lead_minutes", "cooldown_minutes", "headroom", "spot_share", "pools"}
 POOL_KEYS = {"min_nodes", "max_nodes", "gpus_per_node"}
@@ -82,16 +78,32 @@ def parse_scaling(raw: dict[str, Any]) -> ScalingSettings:
 class Advisor:
     """The scaler's memory between requests (what it last recommended per pool, and when)."""
 
-    def __init__(self, settings: ScalingSettings):
-        self.settings = settings
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        forecasts: Forecasts,
+        clock: Callable[[], float],
+        settings: ScalingSettings | None = None,
+        elastic: bool = True,
+    ):
+        self.scheduler = scheduler
+        self.forecasts = forecasts
+        self.clock = clock
+        self.settings = settings or ScalingSettings()
+        self.elastic = elastic  # False: a fixed machine, whose pools are never advised to shrink
         self.scaler: ElasticScaler | None = None
         self.reasons: dict[str, str] = {}
         self.last: dict[str, Any] | None = None  # the latest recommendation, for the metrics
 
-    def sizing(self, service) -> list[PoolSizing]:
+    async def recommendation(self) -> dict[str, Any]:
+        """The recommendation now (the forecast is cached per 10-minute bucket, fitted off the loop)."""
+        steps = max(1, math.ceil(self.settings.config.lead_s / fc.DEFAULT_STEP_S)) + 1  # the bucket under way, too
+        report = await self.forecasts.store_report(None, "requested", steps, "auto")
+        return self.recommend(report, self.clock())
+
+    def sizing(self) -> list[PoolSizing]:
         """Pools as the scheduler sees them now, with the configured limits."""
-        c = service.scheduler.cluster
-        elastic = getattr(service.backend, "elastic", True)
+        c = self.scheduler.cluster
         out = []
         for name, pool in sorted(c.pools.items()):
             limits = self.settings.pools.get(name, {})
@@ -100,23 +112,43 @@ class Advisor:
                 continue  # no node to learn its size from, and none configured
             floor = limits.get("min_nodes")
             if floor is None:  # a fixed machine's nodes stay; a cluster's pool may empty
-                floor = 0 if elastic else len(c.nodes_in(name))
+                floor = 0 if self.elastic else len(c.nodes_in(name))
             out.append(PoolSizing(name, per_node, floor, limits.get("max_nodes"), spot=pool.spot))
         return out
 
-    def recommend(self, service, report: dict[str, Any], now: float) -> dict[str, Any]:
-        pools = self.sizing(service)
+    def recommend(self, report: dict[str, Any], now: float) -> dict[str, Any]:
+        """The recommendation for a forecast `report` (as `Forecasts.report` gives it), as the REST API shows it."""
+        cfg = self.settings.config
+        times = [datetime.fromisoformat(t).timestamp() for t in report["times"]]
+        advice = self._advise(now, times, report["upper"])
+        self.last = {
+            "lead_minutes": cfg.lead_s / 60,
+            "cooldown_minutes": cfg.cooldown_s / 60,
+            "headroom": cfg.headroom,
+            "spot_share": cfg.spot_share,
+            "demand_gpus": advice["demand_gpus"],
+            "forecast_peak_gpus": round(advice["forecast_peak_gpus"], 3),
+            "wanted_gpus": round(advice["wanted_gpus"], 3),
+            "forecast": {"model": report.get("model"), "note": report.get("note", ""), "band_scale": report.get("band_scale")},
+            "pools": advice["pools"],
+            "decided_at": iso(now),
+        }
+        return self.last
+
+    def _advise(self, now: float, times: list[float], upper: list[float]) -> dict[str, Any]:
+        """The arithmetic, in one place (core.scaling.advise is to replace it): the demand now,
+        the forecast peak over the lead time, the GPUs wanted, and each pool's row."""
+        pools = self.sizing()
         cfg = self.settings.config
         if self.scaler is None or [p.name for p in self.scaler.pools] != [p.name for p in pools]:
             self.scaler = ElasticScaler(pools, cfg)  # pools appeared or went: start afresh
         else:
             self.scaler.pools = pools
-        s = service.scheduler
+        s = self.scheduler
         demand = sum(j.gpus for j in s.queue) + sum(j.gpus for j in s.active.values())
-        times = [datetime.fromisoformat(t).timestamp() for t in report["times"]]
-        forecast_peak = target_gpus(now, times, report["upper"], cfg.lead_s)
+        forecast_peak = target_gpus(now, times, upper, cfg.lead_s)
         current = {p.name: len(s.cluster.nodes_in(p.name)) for p in pools}
-        for d in self.scaler.decide(now, times, report["upper"], current, demand_now=demand):
+        for d in self.scaler.decide(now, times, upper, current, demand_now=demand):
             self.reasons[d.pool] = d.reason
         rows = []
         for p in pools:
@@ -133,56 +165,9 @@ class Advisor:
                     "reason": self.reasons.get(p.name, "") if want != current[p.name] else "",
                 }
             )
-        self.last = {
-            "lead_minutes": cfg.lead_s / 60,
-            "cooldown_minutes": cfg.cooldown_s / 60,
-            "headroom": cfg.headroom,
-            "spot_share": cfg.spot_share,
+        return {
             "demand_gpus": demand,
-            "forecast_peak_gpus": round(forecast_peak, 3),
-            "wanted_gpus": round(max(forecast_peak, demand) * (1 + cfg.headroom), 3),
-            "forecast": {"model": report.get("model"), "note": report.get("note", ""), "band_scale": report.get("band_scale")},
+            "forecast_peak_gpus": forecast_peak,
+            "wanted_gpus": max(forecast_peak, demand) * (1 + cfg.headroom),
             "pools": rows,
-            "decided_at": iso(now),
         }
-        return self.last
-
-
-def advisor(settings: dict[str, Any]) -> Advisor:
-    return settings.setdefault("gpusched_scaling_advisor", Advisor(settings.get("gpusched_scaling") or ScalingSettings()))
-
-
-async def recommendation(settings: dict[str, Any], service) -> dict[str, Any]:
-    """The recommendation now (the forecast is cached per 10-minute bucket, fitted off the loop)."""
-    adv = advisor(settings)
-    steps = max(1, math.ceil(adv.settings.config.lead_s / fc.DEFAULT_STEP_S)) + 1  # the bucket under way, too
-    report = await store_forecast(settings, service, None, "requested", steps, "auto")
-    return adv.recommend(service, report, service.clock())
-
-
-class ScalingHandler(GPUSchedHandler):
-    @web.authenticated
-    @authorized
-    @api_errors
-    async def get(self):
-        """Recommended pool sizes from the demand forecast (GPUs queued + running, all tenants)."""
-        self.finish(await recommendation(self.settings, self.service))
-
-
-def render_scaling_metrics(rec: dict[str, Any]) -> str:
-    """A recommendation in the Prometheus text format."""
-    pools = rec["pools"]
-    lines = [
-        "# HELP gpusched_pool_nodes Nodes in each pool now.",
-        "# TYPE gpusched_pool_nodes gauge",
-        *(f'gpusched_pool_nodes{{pool="{_esc(p["name"])}"}} {p["nodes"]}' for p in pools),
-        "# HELP gpusched_pool_recommended_nodes Nodes each pool should have (forecast upper edge over the lead time).",
-        "# TYPE gpusched_pool_recommended_nodes gauge",
-        *(f'gpusched_pool_recommended_nodes{{pool="{_esc(p["name"])}"}} {p["recommended_nodes"]}' for p in pools),
-        "# HELP gpusched_demand_forecast_peak_gpus Largest forecast upper edge over the lead time.",
-        "# TYPE gpusched_demand_forecast_peak_gpus gauge",
-        f"gpusched_demand_forecast_peak_gpus {rec['forecast_peak_gpus']}",
-    ]
-    return "\n".join(lines) + "\n"
-
-

@@ -1,8 +1,8 @@
 """Read a GPU-demand history from a Prometheus server (e.g. dcgm-exporter's DCGM metrics).
 
 Blocking (`urllib`): it runs inside the forecast's worker thread, never on the event loop.
-Every failure is an `ApiError` naming the server: 503 when it cannot be reached, 502 when it
-answers with an error (its own message passed on) or with something that is not its API.
+Every failure is an `UpstreamError` naming the server: unreachable (503 at the REST API), or
+answering with an error (its own message passed on) or with something that is not its API (502).
 """
 
 from __future__ import annotations
@@ -13,11 +13,25 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import defaultdict
+from dataclasses import dataclass
 
-from .validation import ApiError
+from .errors import UpstreamError
 
+# Each GPU that did any work in the 10 minutes before: DCGM_FI_DEV_GPU_UTIL is in dcgm-exporter's
+# default counters on every GPU model; max_over_time keeps a GPU that paused between scrapes;
+# '> bool 0' makes an idle GPU 0, so an idle cluster reads 0 rather than no data.
+DEFAULT_QUERY = "sum(max_over_time(DCGM_FI_DEV_GPU_UTIL[10m]) > bool 0)"
 MAX_POINTS = 11_000  # Prometheus refuses range queries of more points per series than this
 TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class PrometheusSource:
+    """Where the `gpu_busy` series comes from. No `url`: that series is off."""
+
+    url: str = ""
+    query: str = DEFAULT_QUERY  # PromQL for the GPUs busy, evaluated every 10 minutes; its series are summed
+    tenant_query: str = ""  # the same for one tenant, with {tenant} in it; "": no per-tenant series
 
 
 def query_range(
@@ -60,26 +74,23 @@ def _matrix(url: str, query: str, start: float, end: float, step_s: float, timeo
         status, raw = err.code, err.read()  # Prometheus explains a refusal in its JSON body
     except (urllib.error.URLError, OSError) as exc:  # refused, no route, DNS, timeout
         reason = getattr(exc, "reason", exc)
-        raise ApiError(503, "prometheus_unreachable", f"cannot reach Prometheus at {where}: {reason}") from None
+        raise UpstreamError(f"cannot reach Prometheus at {where}: {reason}", "prometheus_unreachable", unreachable=True) from None
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         body = None
     if not isinstance(body, dict) or body.get("status") not in ("success", "error"):
-        raise ApiError(
-            502,
-            "prometheus_error",
+        raise UpstreamError(
             f"{where} answered HTTP {status} with something that is not the Prometheus API "
             f"({raw[:100].decode('utf-8', 'replace').strip()!r}); c.GPUSched.prometheus_url must be the server's base URL",
+            "prometheus_error",
         )
     if body["status"] == "error":
         why = f"{body.get('errorType', 'error')}: {body.get('error', '')}"[:800]
-        raise ApiError(502, "prometheus_error", f"Prometheus at {where} refused the query {query!r}: {why}")
+        raise UpstreamError(f"Prometheus at {where} refused the query {query!r}: {why}", "prometheus_error")
     data = body.get("data") or {}
     if data.get("resultType") != "matrix":
-        raise ApiError(
-            502, "prometheus_error", f"Prometheus at {where} answered a {data.get('resultType')!r}, not a matrix"
-        )
+        raise UpstreamError(f"Prometheus at {where} answered a {data.get('resultType')!r}, not a matrix", "prometheus_error")
     return data.get("result") or []
 
 
