@@ -507,7 +507,7 @@ def test_failures_and_max_runtime_come_back_with_their_reasons(cluster, tmp_path
     pods = [p for p in cluster.pods(ns) if p["metadata"]["annotations"][A_JOB_ID] == crash.id]
     assert len(pods) == 1  # backoffLimit 0: a notebook that fails is not re-run, whatever its max_retries
     assert slow.state is JobState.FAILED and slow.reason == "max_runtime exceeded (2 s)"
-    log = (Path(service.info[crash.id]["job_dir"]) / "log.txt").read_text()
+    log = (Path(service.info[crash.id].job_dir) / "log.txt").read_text()
     assert "admitted to" in log and "the Job failed" in log
     cleanup(service, cluster, ns)
 

@@ -182,7 +182,8 @@ def test_backend_traits_default_to_the_config_defaults_and_show_a_given_config()
 def test_the_old_gpusched_k8s_settings_fill_in_what_kubernetesbackend_leaves_unset():
     from traitlets.config import Config
 
-    from jupyter_gpusched.backends.kubernetes import KubernetesBackend, fill_from_server_config
+    from jupyter_gpusched.backends.kubernetes import KubernetesBackend
+    from jupyter_gpusched.server.app import GPUSched
 
     c = Config()
     c.GPUSched.k8s_namespace = "old"
@@ -190,13 +191,15 @@ def test_the_old_gpusched_k8s_settings_fill_in_what_kubernetesbackend_leaves_uns
     c.GPUSched.k8s_image = "reg/img:1"
     c.GPUSched.pools = {"spot": {"spot": True}, "od": {"price_per_gpu_hour": 2.0}}
     c.KubernetesBackend.namespace = "new"
+    app = GPUSched(config=c)
     warnings = []
-    fill_from_server_config(c, warn=warnings.append)
-    cfg = KubernetesBackend(config=c, start=False).cfg
+    app.log.warning = lambda fmt, *args: warnings.append(fmt % args)
+    cfg = KubernetesBackend(config=app.apply_backend_shortcuts(), start=False).cfg
     assert cfg.namespace == "new" and cfg.image == "reg/img:1" and cfg.pools == ("a100",) and cfg.spot_pools == ("spot",)
     assert sorted(warnings) == [
-        "c.GPUSched.k8s_image is deprecated; use c.KubernetesBackend.image",
-        "c.GPUSched.k8s_pools is deprecated; use c.KubernetesBackend.allowed_pools",
+        "c.GPUSched.k8s_image is deprecated: use c.KubernetesBackend.image",
+        "c.GPUSched.k8s_namespace is deprecated: use c.KubernetesBackend.namespace",
+        "c.GPUSched.k8s_pools is deprecated: use c.KubernetesBackend.allowed_pools",
     ]
 
 

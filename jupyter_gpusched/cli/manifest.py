@@ -16,7 +16,6 @@ from ..backends.kubernetes import (
     KubernetesBackend,
     KubernetesConfig,
     build_manifests,
-    fill_from_server_config,
     manifest_yaml,
     placement_patch,
 )
@@ -101,7 +100,9 @@ def config_from_files(path: str | None) -> KubernetesConfig:
             if f.is_file():
                 loader = PyFileConfigLoader if f.suffix == ".py" else JSONFileConfigLoader
                 config.merge(loader(f.name, path=str(f.parent)).load_config())
-        fill_from_server_config(config, warn=lambda line: print(f"note: {line}", file=sys.stderr))
+        from ..server.app import GPUSched
+
+        config = GPUSched(config=config).apply_backend_shortcuts()  # the deprecated c.GPUSched.k8s_* too
         return KubernetesBackend(config=config, start=False).cfg
     except Exception as exc:  # a broken config file must not hide the manifest
         log.warning("using the default kubernetes settings: %s", exc)

@@ -17,10 +17,11 @@ from typing import Any, cast
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Dict, Float, Int, List, Type, Unicode, default, validate
-from traitlets.config import Config, Configurable
+from traitlets.config import Config
 from traitlets.utils.importstring import import_item
 
 from ..backends.base import Backend
+from ..backends.kubernetes.config import TRAIT_NAMES as K8S_TRAIT_NAMES
 from ..core import Pool, Tenant, policy_names
 from ..core.health import HealthConfig
 from ..service import Service, ServiceConfig
@@ -44,7 +45,7 @@ DEPRECATED_K8S = (
 
 
 def _deprecated(name: str) -> str:
-    return f"Deprecated: use c.KubernetesBackend.{name} (this name goes in the next release)."
+    return f"Deprecated: use c.KubernetesBackend.{K8S_TRAIT_NAMES.get(name, name)} (this name goes in the next release)."
 
 
 class GPUSched(ExtensionApp):
@@ -234,9 +235,10 @@ class GPUSched(ExtensionApp):
         for name in DEPRECATED_K8S:
             if not self._set_here(f"k8s_{name}"):
                 continue
-            self.log.warning("c.GPUSched.k8s_%s is deprecated: use c.KubernetesBackend.%s", name, name)
-            if name not in k8s:
-                out.KubernetesBackend[name] = getattr(self, f"k8s_{name}")
+            trait = K8S_TRAIT_NAMES.get(name, name)
+            self.log.warning("c.GPUSched.k8s_%s is deprecated: use c.KubernetesBackend.%s", name, trait)
+            if trait not in k8s:
+                out.KubernetesBackend[trait] = getattr(self, f"k8s_{name}")
         if "spot_pools" not in k8s:
             out.KubernetesBackend.spot_pools = sorted(name for name, t in self.pools.items() if (t or {}).get("spot"))
         return out
@@ -251,10 +253,6 @@ class GPUSched(ExtensionApp):
         """The backend, built as a Configurable child of this app (it reads c.<ItsClass>.*)."""
         self.apply_backend_shortcuts()
         cls = self.chosen_backend_class()
-        if not issubclass(cls, Configurable):  # TRANSITIONAL until the backends are Configurables (issue 10 merge)
-            if cls.__name__ == "LocalBackend":
-                return cast(Any, cls)(virtual_gpus=self.config.LocalBackend.virtual_gpus)
-            return cls()
         return cast(Any, cls)(parent=self)
 
     # --- the service and the handlers' settings ---------------------------------------------

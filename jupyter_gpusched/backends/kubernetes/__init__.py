@@ -8,7 +8,7 @@ threads share), and `backend` (`KubernetesBackend`, wiring them into the Backend
 
 from .api import Api, KubeApiError
 from .backend import KubernetesBackend
-from .config import GPU_RESOURCE, KubernetesConfig, fill_from_server_config, legacy_settings
+from .config import GPU_RESOURCE, KubernetesConfig
 from .manifests import INPUT_DIR, OUTPUT_DIR, build_manifests, manifest_yaml, placement_patch
 from .names import A_ATTEMPT, A_JOB_ID, L_JOB_ID, MANAGED_BY, MANAGER, job_name, label_value
 from .podlogs import split_log_lines
@@ -27,10 +27,8 @@ __all__ = [
     "KubernetesBackend",
     "KubernetesConfig",
     "build_manifests",
-    "fill_from_server_config",
     "job_name",
     "label_value",
-    "legacy_settings",
     "manifest_yaml",
     "placement_patch",
     "split_log_lines",

@@ -7,15 +7,11 @@ byte bounds) are for tests and benchmarks, which pass a `KubernetesConfig` direc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from traitlets.config import Config
-
 GPU_RESOURCE = "nvidia.com/gpu"
-# Before the backends were Configurables their settings were `c.GPUSched.k8s_<name>`.
-LEGACY_PREFIX = "k8s_"
 # KubernetesConfig fields whose KubernetesBackend trait has another name (`pools()` is a method there).
 TRAIT_NAMES = {"pools": "allowed_pools"}
 
@@ -66,28 +62,3 @@ class KubernetesConfig:
         return sorted({self.namespace, *self.tenant_namespaces.values()})
 
 
-def legacy_settings(section: Mapping[str, Any]) -> dict[str, Any]:
-    """The old `c.GPUSched.k8s_*` settings found in one config section, under their KubernetesBackend trait
-    names (`k8s_namespace` -> `namespace`, `k8s_pools` -> `allowed_pools`)."""
-    out = {}
-    for key, value in section.items():
-        if key.startswith(LEGACY_PREFIX):
-            name = key[len(LEGACY_PREFIX) :]
-            out[TRAIT_NAMES.get(name, name)] = value
-    return out
-
-
-def fill_from_server_config(config: Config, warn: Callable[[str], None] | None = None) -> None:
-    """Complete `c.KubernetesBackend` as the server does before it builds the backend: the deprecated
-    `c.GPUSched.k8s_*` settings where the new ones are unset (each reported through `warn`), and `spot_pools`
-    from the pools `c.GPUSched.pools` marks spot."""
-    server = config.GPUSched if "GPUSched" in config else Config()
-    own = config.KubernetesBackend
-    for name, value in legacy_settings(server).items():
-        if name not in own:
-            if warn is not None:
-                old = LEGACY_PREFIX + next((f for f, t in TRAIT_NAMES.items() if t == name), name)
-                warn(f"c.GPUSched.{old} is deprecated; use c.KubernetesBackend.{name}")
-            own[name] = value
-    if "spot_pools" not in own:
-        own.spot_pools = [name for name, terms in dict(server.get("pools") or {}).items() if (terms or {}).get("spot")]
