@@ -60,6 +60,12 @@ class BackendError(RuntimeError):
     """A job could not be started (or a backend call failed). The message is one readable sentence."""
 
 
+class LaunchRefused(BackendError):
+    """The backend will never start this job as it stands (e.g. its notebook was swapped for a
+    link after submission). Unlike other BackendErrors, which are infrastructure failures that
+    the service retries, the job fails at once."""
+
+
 @dataclass(frozen=True)
 class LaunchRequest:
     """Everything a backend needs to run one attempt of one job."""

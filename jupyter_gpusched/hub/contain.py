@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..service.errors import LaunchRefused
+from ..backends.base import LaunchRefused
 
 
 class ContainedBackend:

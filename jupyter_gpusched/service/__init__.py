@@ -1,6 +1,7 @@
 """The live service: the scheduling loop over a store and a backend, and what the edges read from it."""
 
-from .errors import InvalidArgument, JobNotFound, LaunchRefused, NotConfigured, NotFound, ServiceError, UpstreamError
+from ..backends.base import LaunchRefused
+from .errors import InvalidArgument, JobNotFound, NotConfigured, NotFound, ServiceError, UpstreamError
 from .info import JobInfo
 from .loop import Service, ServiceConfig
 

@@ -5,8 +5,6 @@ short `code` naming the kind (the same vocabulary the REST API's error bodies us
 
 from __future__ import annotations
 
-from ..backends.base import BackendError
-
 
 class ServiceError(Exception):
     code = "error"
@@ -53,9 +51,3 @@ class UpstreamError(ServiceError):
     @property
     def status(self) -> int:
         return 503 if self.unreachable else 502
-
-
-class LaunchRefused(BackendError):
-    """The backend will never start this job as it stands (e.g. its notebook was swapped for a
-    link after submission). Unlike other BackendErrors, which are infrastructure failures that
-    the service retries, the job fails at once."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..backends.base import Backend, BackendError, BackendUpdate, LaunchRequest
+from ..backends.base import Backend, BackendError, BackendUpdate, LaunchRefused, LaunchRequest
 from ..core import (
     Admit,
     Cluster,
@@ -43,7 +43,6 @@ from ..core import (
 from ..core.health import HealthConfig, leaked_gpus, lost_jobs, zombie_processes
 from ..store import Store
 from .advisor import Advisor, ScalingSettings
-from .errors import LaunchRefused
 from .forecasting import Forecasts
 from .info import JobInfo
 from .prometheus import PrometheusSource
