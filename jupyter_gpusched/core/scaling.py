@@ -32,6 +32,8 @@ from .model import Scale
 from .policies.base import Policy
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .model import Job
+    from .queues import QueueKey
     from .scheduler import Scheduler, SchedulerConfig
 
 __all__ = ["DemandFeed", "ElasticPolicy", "ElasticScaler", "PoolSizing", "ScalingConfig", "plan", "target_gpus"]
@@ -240,17 +242,16 @@ class ElasticPolicy(Policy):
         self.on_tick = on_tick
         self.name = f"{base.name}+{'forecast' if feed is not None else 'reactive'}-scaling"
         self.allow_borrowing = base.allow_borrowing
+        self.oracle = base.oracle
         self._next = -math.inf
         self.decisions: list[tuple[float, Scale]] = []
 
-    def queue_key(self, config: SchedulerConfig):
+    # Every other hook is the wrapped policy's, delegated explicitly.
+    def queue_key(self, config: SchedulerConfig) -> QueueKey:
         return self.base.queue_key(config)
 
-    def __getattr__(self, name: str):
-        # checkpoint_interval and other optional hooks of the wrapped policy
-        if name in ("base", "__setstate__"):
-            raise AttributeError(name)
-        return getattr(self.base, name)
+    def checkpoint_interval(self, s: Scheduler, job: Job, now: float) -> float | None:
+        return self.base.checkpoint_interval(s, job, now)
 
     def schedule(self, s: Scheduler, now: float) -> None:
         self.base.schedule(s, now)
@@ -271,7 +272,6 @@ class ElasticPolicy(Policy):
             self.on_tick(s, now)
 
     def next_wakeup(self, s: Scheduler, now: float) -> float | None:
-        base = getattr(self.base, "next_wakeup", None)
-        w = base(s, now) if base is not None else None
+        w = self.base.next_wakeup(s, now)
         mine = self._next if self._next > now else now + self.interval_s
         return mine if w is None else min(w, mine)

@@ -307,15 +307,14 @@ class Simulation:
         self.seed = seed
         self.checkpoint = checkpoint or CheckpointModel()
         # The oracle alone is told true durations (or a scenario where users give estimates).
-        self.oracle = bool(getattr(self.policy, "oracle", False))
+        self.oracle = self.policy.oracle
         self.estimates = estimates
         self.jobs = list(jobs)
         self.progress = progress
         self.check = check_invariants
         self.record_series = record_series
         self.max_passes = max_passes_per_instant
-        self._ckpt_hook = getattr(self.policy, "checkpoint_interval", None)
-        self._wakeup_hook = getattr(self.policy, "next_wakeup", None)
+        self._ran = False
 
     # --- setup ---------------------------------------------------------------------------
     def _spec(self, sj: SimJob) -> JobSpec:
@@ -347,7 +346,7 @@ class Simulation:
     # --- run -----------------------------------------------------------------------------
     def run(self) -> SimResult:
         """Replay the whole trace (once: a Simulation holds one scheduler's state)."""
-        if getattr(self, "_ran", False):
+        if self._ran:
             raise RuntimeError("a Simulation runs once; make a new one to replay again")
         self._ran = True
         wall0 = _time.perf_counter()
@@ -616,11 +615,10 @@ class Simulation:
         self._transitions += len(s.drain_events())
         if self.check:
             self._check_invariants()
-        if self._wakeup_hook is not None:
-            w = self._wakeup_hook(s, t)
-            if w is not None and t < w < self._next_wakeup:
-                self._next_wakeup = w
-                self._push(w, _WAKEUP, None)
+        w = self.policy.next_wakeup(s, t)
+        if w is not None and t < w < self._next_wakeup:
+            self._next_wakeup = w
+            self._push(w, _WAKEUP, None)
         if self.record_series:
             cl = self.cluster
             st, sa, sc, sq = self._series
@@ -644,8 +642,8 @@ class Simulation:
         r.price = self._price_s[self.cluster.pool_of(allocation[0][0])]
         r.restore = self.checkpoint.restore_s if r.saved > 0 else 0.0
         interval = job.spec.checkpoint_interval
-        if interval is not None and self._ckpt_hook is not None:
-            interval = self._ckpt_hook(s, job, t)
+        if interval is not None:
+            interval = self.policy.checkpoint_interval(s, job, t)
         remaining = r.work - r.saved
         if interval is not None and math.isfinite(remaining):
             r.interval = interval
