@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from ..core.policies import policy_names
-from .engine import SimResult, Simulation
+from .engine import Simulation
 from .metrics import bounds, check_bounds, summarize
+from .results import SimResult
 from .scenario import Scenario, ScenarioError, builtin_scenarios, load_scenario
 from .traces import TraceError
 
