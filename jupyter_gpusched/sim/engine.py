@@ -467,10 +467,10 @@ class Simulation:
             assert n == cl.capacity(node) - cl.free_on(node), f"node {node}: ledger disagrees with jobs"
         assert sum(held.values()) == cl.total_gpus - cl.free_gpus, "cluster free count disagrees with jobs"
         for jid, r in self._runs.items():
-            job = s.jobs.get(jid)
-            if job is None:
+            known = s.jobs.get(jid)
+            if known is None:
                 continue
-            assert r.running == (job.state is JobState.RUNNING), f"{jid}: engine and scheduler disagree"
+            assert r.running == (known.state is JobState.RUNNING), f"{jid}: engine and scheduler disagree"
 
 
 def simulate(jobs: Sequence[SimJob], pools: Sequence[PoolConfig], tenants=(), policy: str | Policy = "dynamic", **kw) -> SimResult:

@@ -110,20 +110,25 @@ def overtaken(recs: Sequence[JobRecord], bound: float) -> int:
     return count
 
 
+def _end(r: JobRecord) -> float:
+    assert r.end is not None, f"{r.id} completed without an end"
+    return r.end
+
+
 def summarize(res: SimResult, aging_interval: float = 3600.0) -> dict:
     recs = res.jobs
     done = [r for r in recs if r.state in COMPLETED]
-    jct = np.asarray([r.end - r.submit for r in done], dtype=float)
+    jct = np.asarray([_end(r) - r.submit for r in done], dtype=float)
     waits = np.asarray([r.first_start - r.submit for r in recs if r.first_start is not None], dtype=float)
     low_waits = [r.first_start - r.submit for r in recs if r.priority is Priority.LOW and r.first_start is not None]
-    makespan = (max(r.end for r in done) - res.start) if done else 0.0
+    makespan = (max(_end(r) for r in done) - res.start) if done else 0.0
     span = res.end - res.start
     prov = res.provisioned_gpu_s
     useful = sum(r.duration * r.gpus for r in done)
     cost_total = sum(res.cost_by_pool.values())
     by_tenant: dict[str, list[float]] = defaultdict(list)
     for r in done:
-        by_tenant[r.tenant].append(r.duration / (r.end - r.submit) if r.end > r.submit else 1.0)
+        by_tenant[r.tenant].append(r.duration / (_end(r) - r.submit) if _end(r) > r.submit else 1.0)
     b = bounds(done, res.capacity_max, res.start)
     out = {
         "jobs": len(done),

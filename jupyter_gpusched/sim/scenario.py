@@ -52,7 +52,7 @@ def scenario_dirs() -> list[Path]:
 
 
 def builtin_scenarios() -> list[str]:
-    names = set()
+    names: set[str] = set()
     for d in scenario_dirs():
         if d.is_dir():
             names.update(p.stem for p in d.glob("*.yaml"))
