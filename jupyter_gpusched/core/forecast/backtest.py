@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .models import DEFAULT_INTERVAL, Fitted
-from .select import _fit_with_fallback
+from .select import fit_with_fallback
 from .series import Series, season_steps
 
 __all__ = ["BacktestResult", "ModelSkill", "backtest", "band_scale", "mase", "smape"]
@@ -169,7 +169,7 @@ def backtest(
             f = first + ((o - first) // refit_every) * refit_every
             if f not in fits:
                 lo = 0 if train is None else max(0, f - train)
-                fitted, note = _fit_with_fallback(name, "", series, lo, f, cache)
+                fitted, note = fit_with_fallback(name, "", series, lo, f, cache)
                 if note:
                     res.notes[name] = note
                 fits.clear()  # only the latest fit is used from now on

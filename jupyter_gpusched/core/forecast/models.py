@@ -9,14 +9,24 @@ import numpy as np
 
 from .series import Series
 
-__all__ = ["BASELINES", "DEFAULT_INTERVAL", "MODELS", "Fitted"]
+__all__ = [
+    "BASELINES",
+    "DEFAULT_INTERVAL",
+    "MODELS",
+    "Fitted",
+    "LastValueModel",
+    "MeanModel",
+    "SeasonalNaiveModel",
+    "last_valid",
+    "lead_errors",
+]
 
 DEFAULT_INTERVAL = 0.8
 MODELS = ("prophet-ar", "prophet", "seasonal-naive", "last-value", "mean")
 BASELINES = ("seasonal-naive", "last-value")
 
 
-def _last_valid(y: np.ndarray) -> tuple[float, int]:
+def last_valid(y: np.ndarray) -> tuple[float, int]:
     """(last observed value, how many steps before the end it was); (nan, 0) if none."""
     ok = np.flatnonzero(~np.isnan(y))
     if len(ok) == 0:
@@ -39,7 +49,7 @@ def _quantiles(errors: np.ndarray, interval: float) -> tuple[np.ndarray, np.ndar
     return lo, hi
 
 
-def _lead_errors(r: np.ndarray, horizon: int, decay: np.ndarray) -> np.ndarray:
+def lead_errors(r: np.ndarray, horizon: int, decay: np.ndarray) -> np.ndarray:
     """Errors of forecasting r[t+k] by decay[k-1] * r[t], for k = 1..horizon, over the window."""
     if len(r) <= horizon:
         return np.full((1, horizon), np.nan)
@@ -104,7 +114,7 @@ class Fitted:
         return out[~np.isnan(actual)]
 
 
-class _Mean(Fitted):
+class MeanModel(Fitted):
     model = "mean"
 
     def __init__(self, series, lo, hi, season):
@@ -119,23 +129,23 @@ class _Mean(Fitted):
         return (self.train - self.level)[:, None]
 
 
-class _LastValue(Fitted):
+class LastValueModel(Fitted):
     model = "last-value"
 
     def point(self, history, horizon):
-        v, _ = _last_valid(history)
+        v, _ = last_valid(history)
         return np.full(horizon, 0.0 if math.isnan(v) else v)
 
     def errors(self, horizon):
-        return _lead_errors(self.train, horizon, np.ones(horizon))
+        return lead_errors(self.train, horizon, np.ones(horizon))
 
 
-class _SeasonalNaive(Fitted):
+class SeasonalNaiveModel(Fitted):
     model = "seasonal-naive"
 
     def point(self, history, horizon):
         n, m = len(history), self.season
-        last, _ = _last_valid(history)
+        last, _ = last_valid(history)
         out = np.empty(horizon)
         for k in range(horizon):
             i = n + k - m * (1 + k // m)  # the same time of day in the last observed day

@@ -9,13 +9,13 @@ import time
 
 import numpy as np
 
-from .models import Fitted, _last_valid, _lead_errors
+from .models import Fitted, last_valid, lead_errors
 from .series import DAY
 
-__all__: list[str] = []
+__all__ = ["ProphetModel"]
 
 
-class _Prophet(Fitted):
+class ProphetModel(Fitted):
     """Prophet fitted once; its seasonal curve is evaluated (and cached) on demand for any
     bucket after the training window. `anchor` adds the AR(1) residual correction."""
 
@@ -48,7 +48,7 @@ class _Prophet(Fitted):
         den = float(np.dot(b[ok], b[ok]))
         self.phi = min(max(float(np.dot(a[ok], b[ok])) / den, 0.0), 0.999) if den > 0 else 0.0
 
-    def variant(self, anchor: bool) -> _Prophet:
+    def variant(self, anchor: bool) -> ProphetModel:
         """The same fit, with or without the anchor (fits are shared in backtests)."""
         import copy
 
@@ -86,7 +86,7 @@ class _Prophet(Fitted):
         n = len(history)
         if not self.anchor:
             return self.curve(n, n + horizon)
-        last, ago = _last_valid(history)
+        last, ago = last_valid(history)
         if math.isnan(last):
             return self.curve(n, n + horizon)
         j = n - 1 - ago  # index of the last observation
@@ -98,7 +98,7 @@ class _Prophet(Fitted):
     def errors(self, horizon):
         if not self.anchor:
             return self.resid[:, None]
-        return _lead_errors(self.resid, horizon, self.decay(horizon))
+        return lead_errors(self.resid, horizon, self.decay(horizon))
 
 
 def _import_prophet():

@@ -8,7 +8,7 @@ from typing import Any
 
 from .backtest import backtest
 from .models import BASELINES, DEFAULT_INTERVAL
-from .select import _forecast, choose_model
+from .select import choose_model, forecast_with_fit
 from .series import DAY, Series
 
 __all__ = ["forecast_report", "skill_summary"]
@@ -26,7 +26,7 @@ def forecast_report(
     last `skill_origins` horizons (each model fitted on what came before each origin) of the
     model used against the seasonal-naive and last-value baselines. Times are epoch seconds."""
     series = series.tail(max_history_s)
-    fc, fitted = _forecast(series, horizon, model, interval)
+    fc, fitted = forecast_with_fit(series, horizon, model, interval)
     out = fc.to_dict()
     out["skill"] = None
     out["history_points"] = series.observed

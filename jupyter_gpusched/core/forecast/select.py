@@ -8,11 +8,21 @@ from typing import Any
 
 import numpy as np
 
-from .models import DEFAULT_INTERVAL, MODELS, Fitted, _LastValue, _Mean, _SeasonalNaive
-from .prophet import _Prophet
+from .models import DEFAULT_INTERVAL, MODELS, Fitted, LastValueModel, MeanModel, SeasonalNaiveModel
+from .prophet import ProphetModel
 from .series import DAY, WEEK, Series, season_steps
 
-__all__ = ["MIN_PROPHET_S", "MIN_WEEKLY_S", "Forecast", "choose_model", "fit", "fit_model", "forecast"]
+__all__ = [
+    "MIN_PROPHET_S",
+    "MIN_WEEKLY_S",
+    "Forecast",
+    "choose_model",
+    "fit",
+    "fit_model",
+    "fit_with_fallback",
+    "forecast",
+    "forecast_with_fit",
+]
 
 MIN_PROPHET_S = 2 * DAY  # Prophet's daily seasonality needs two cycles
 MIN_WEEKLY_S = 2 * WEEK  # weekly seasonality needs two weeks
@@ -24,8 +34,8 @@ def fit(model: str, series: Series, lo: int = 0, hi: int | None = None) -> Fitte
     m = season_steps(series.step_s)
     if model in ("prophet-ar", "prophet"):
         span = (hi - lo) * series.step_s
-        return _Prophet(series, lo, hi, m, anchor=model == "prophet-ar", weekly=span >= MIN_WEEKLY_S)
-    cls = {"seasonal-naive": _SeasonalNaive, "last-value": _LastValue, "mean": _Mean}.get(model)
+        return ProphetModel(series, lo, hi, m, anchor=model == "prophet-ar", weekly=span >= MIN_WEEKLY_S)
+    cls = {"seasonal-naive": SeasonalNaiveModel, "last-value": LastValueModel, "mean": MeanModel}.get(model)
     if cls is None:
         raise ValueError(f"unknown model {model!r}; use one of {', '.join(MODELS)}")
     t0 = time.perf_counter()
@@ -98,10 +108,11 @@ def forecast(
     it are used). Falls back (and says so) when the history is too short or Prophet fails."""
     if max_history_s is not None:
         series = series.tail(max_history_s)
-    return _forecast(series, horizon, model, interval)[0]
+    return forecast_with_fit(series, horizon, model, interval)[0]
 
 
-def _forecast(series: Series, horizon: int, model: str, interval: float) -> tuple[Forecast, Fitted | None]:
+def forecast_with_fit(series: Series, horizon: int, model: str, interval: float) -> tuple[Forecast, Fitted | None]:
+    """`forecast` on the whole series, with the fitted model (None without history)."""
     if horizon < 1:
         raise ValueError("horizon must be at least 1 step")
     if not 0 < interval < 1:
@@ -121,19 +132,21 @@ def fit_model(series: Series, wanted: str = "auto") -> tuple[Fitted | None, str]
     name, note = choose_model(series, wanted)
     if name is None:
         return None, note
-    return _fit_with_fallback(name, note, series)
+    return fit_with_fallback(name, note, series)
 
 
-def _fit_with_fallback(
+def fit_with_fallback(
     name: str, note: str, series: Series, lo: int = 0, hi: int | None = None, cache: dict | None = None
 ) -> tuple[Fitted, str]:
+    """`fit` `name` on `series.values[lo:hi]`, falling back to a baseline (and saying why in
+    the note) when Prophet is missing or fails. Prophet fits are shared through `cache`."""
     hi = len(series) if hi is None else hi
     key = ("prophet", lo, hi)
     if cache is not None and name in ("prophet", "prophet-ar") and key in cache:
         return cache[key].variant(name == "prophet-ar"), note
     try:
         fitted = fit(name, series, lo, hi)
-        if cache is not None and isinstance(fitted, _Prophet):
+        if cache is not None and isinstance(fitted, ProphetModel):
             cache[key] = fitted
         return fitted, note
     except ImportError:
