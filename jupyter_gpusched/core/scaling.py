@@ -341,9 +341,9 @@ class DemandFeed:
 
 class ElasticPolicy(Policy):
     """Any policy, plus forecast-driven pool sizes. Every `interval_s` it records the
-    demand (GPUs queued + running), asks `source(now)` for the forecast (bucket start times,
-    upper quantile) and turns the scaler's decisions into `Scale` decisions. With
-    `source=None` it sizes from the demand seen now only (a reactive baseline)."""
+    demand (GPUs queued + running), asks `feed.upper(now)` for the forecast (bucket start
+    times, upper quantile) and turns `advise`'s decisions into `Scale` decisions. With
+    `feed=None` it sizes from the demand seen now only (a reactive baseline)."""
 
     def __init__(
         self,
