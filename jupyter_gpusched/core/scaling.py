@@ -11,12 +11,14 @@ cannot hold) to on-demand pools; each pool gets whole nodes within its min/max. 
 grows at once; it shrinks only when `cooldown_s` has passed since its last change, so
 capacity leaves after the peak, not in the dip between two bursts.
 
-`ElasticScaler` keeps the little state the rule needs (last change and size asked per
-pool). `DemandFeed` turns the demand the driver observes into a forecast (the one
+`ElasticScaler` keeps the little state the rule needs (last change, size asked and why,
+per pool). `advise` is the one place demand is summed and the rule applied to a scheduler's
+state: the live service's recommendation (GET api/scaling) and `ElasticPolicy` both call
+it. `DemandFeed` turns the demand the driver observes into a forecast (the one
 forecaster, `core.forecast`, refitted every `refit_s`). `ElasticPolicy` wraps any
 scheduling policy: it schedules as the wrapped policy does and, every `interval_s`,
 records demand and adds the scaler's `Scale` decisions. The simulator applies them as it
-does any policy's; the live service will, once its backend can add nodes.
+does any policy's; the live service recommends them (it cannot buy nodes).
 """
 
 from __future__ import annotations
@@ -32,9 +34,26 @@ from .model import Scale
 from .policies.base import Policy
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .model import Job
+    from .placement import Cluster
+    from .queues import QueueKey
     from .scheduler import Scheduler, SchedulerConfig
 
-__all__ = ["DemandFeed", "ElasticPolicy", "ElasticScaler", "PoolSizing", "ScalingConfig", "plan", "target_gpus"]
+__all__ = [
+    "Advice",
+    "DemandFeed",
+    "ElasticPolicy",
+    "ElasticScaler",
+    "PoolAdvice",
+    "PoolSizing",
+    "ScalingConfig",
+    "advise",
+    "demand_gpus",
+    "needed_gpus",
+    "plan",
+    "pool_sizings",
+    "target_gpus",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +116,7 @@ def plan(
     (already including the look-ahead). `current`: each pool's size (nodes, counting those
     on their way); `last_change`: when each pool last changed size."""
     last_change = last_change or {}
-    need = max(0.0, wanted_gpus) * (1.0 + config.headroom)
+    need = needed_gpus(wanted_gpus, config)
     spot_pools = [p for p in pools if p.spot]
     od_pools = [p for p in pools if not p.spot]
     need_spot = need * config.spot_share if spot_pools else 0.0
@@ -138,6 +157,17 @@ class ElasticScaler:
     last_change: dict[str, float] = field(default_factory=dict)
     asked: dict[str, int] = field(default_factory=dict)
 
+    reasons: dict[str, str] = field(default_factory=dict)  # why each pool was last resized
+
+    def set_pools(self, pools: Sequence[PoolSizing]) -> None:
+        """New limits for the same pools; when pools appeared or went, start afresh (the
+        memory is about pools that no longer match)."""
+        if [p.name for p in pools] != [p.name for p in self.pools]:
+            self.last_change.clear()
+            self.asked.clear()
+            self.reasons.clear()
+        self.pools = pools
+
     def decide(
         self,
         now: float,
@@ -148,13 +178,103 @@ class ElasticScaler:
     ) -> list[Scale]:
         """Decisions from a forecast (bucket start times and the upper quantile) and the
         demand seen now. A pool's size is the last size asked for, else `current`."""
-        wanted = max(target_gpus(now, times, upper, self.config.lead_s), demand_now)
+        return self.resize(now, max(target_gpus(now, times, upper, self.config.lead_s), demand_now), current)
+
+    def resize(self, now: float, wanted_gpus: float, current: Mapping[str, int]) -> list[Scale]:
+        """`plan` for `wanted_gpus` (the look-ahead already in it), remembering what it asked."""
         sizes = {p.name: self.asked.get(p.name, int(current.get(p.name, 0))) for p in self.pools}
-        decisions = plan(now, wanted, self.pools, sizes, self.config, self.last_change)
+        decisions = plan(now, wanted_gpus, self.pools, sizes, self.config, self.last_change)
         for d in decisions:
             self.asked[d.pool] = d.nodes
             self.last_change[d.pool] = now
+            self.reasons[d.pool] = d.reason
         return decisions
+
+    def recommended(self, pool: str, current: int) -> int:
+        """The size last asked for `pool`, else the size it has."""
+        return self.asked.get(pool, current)
+
+
+# --- pool-size advice: one code path for the live service and the simulator ---------------------
+def demand_gpus(s: Scheduler) -> int:
+    """GPUs wanted now: those of queued jobs plus those of admitted and running ones."""
+    return sum(j.gpus for j in s.queue) + sum(j.gpus for j in s.active.values())
+
+
+def needed_gpus(wanted_gpus: float, config: ScalingConfig) -> float:
+    """The GPUs to provide for `wanted_gpus` (forecast peak or demand, the larger): plus headroom."""
+    return max(0.0, wanted_gpus) * (1.0 + config.headroom)
+
+
+def pool_sizings(cluster: Cluster, limits: Mapping[str, Mapping[str, int | None]], elastic: bool = True) -> list[PoolSizing]:
+    """The cluster's pools as the scaler sees them, with the configured `limits` per pool
+    (`gpus_per_node`, `min_nodes`, `max_nodes`; each may be missing or None). A pool whose node
+    size is neither configured nor learnable from a node is left out. Without a configured
+    floor, a pool of a fixed machine (`elastic` False) keeps the nodes it has; a cluster's
+    pool may empty."""
+    out = []
+    for name, pool in sorted(cluster.pools.items()):
+        lim = limits.get(name, {})
+        per_node = lim.get("gpus_per_node") or max((cluster.capacity(n) for n in cluster.nodes_in(name)), default=0)
+        if per_node < 1:
+            continue
+        floor = lim.get("min_nodes")
+        if floor is None:
+            floor = 0 if elastic else len(cluster.nodes_in(name))
+        out.append(PoolSizing(name, per_node, floor, lim.get("max_nodes"), spot=pool.spot))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class PoolAdvice:
+    """One pool's row: its size now and the size it should have (fields in the REST order)."""
+
+    name: str
+    spot: bool
+    gpus_per_node: int
+    nodes: int
+    recommended_nodes: int
+    min_nodes: int
+    max_nodes: int | None
+    reason: str  # why it should change; "" when it should not
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """What `advise` found: the demand now, the forecast peak over the lead time, the GPUs
+    the pools should hold (the larger of the two, plus headroom), each pool's advice, and the
+    scale decisions taken this time."""
+
+    demand_gpus: int
+    forecast_peak_gpus: float
+    wanted_gpus: float
+    pools: tuple[PoolAdvice, ...]
+    decisions: tuple[Scale, ...]
+
+
+def advise(
+    s: Scheduler,
+    scaler: ElasticScaler,
+    now: float,
+    times: Sequence[float] | np.ndarray,
+    upper: Sequence[float] | np.ndarray,
+    demand: int | None = None,
+) -> Advice:
+    """Size `scaler.pools` for the demand on `s` now and the forecast (bucket start `times`
+    and `upper` band) over the lead time. The scaler remembers what it asked, so a pool
+    shrinks only after the cool-down. `demand`: GPUs wanted now, if already summed."""
+    cfg = scaler.config
+    demand = demand_gpus(s) if demand is None else demand
+    peak = target_gpus(now, times, upper, cfg.lead_s)
+    wanted = max(peak, demand)
+    current = {p.name: len(s.cluster.nodes_in(p.name)) for p in scaler.pools}
+    decisions = scaler.resize(now, wanted, current)
+    rows = []
+    for p in scaler.pools:
+        want = scaler.recommended(p.name, current[p.name])
+        reason = scaler.reasons.get(p.name, "") if want != current[p.name] else ""
+        rows.append(PoolAdvice(p.name, p.spot, p.gpus_per_node, current[p.name], want, p.min_nodes, p.max_nodes, reason))
+    return Advice(demand, peak, needed_gpus(wanted, cfg), tuple(rows), tuple(decisions))
 
 
 class DemandFeed:
@@ -221,9 +341,9 @@ class DemandFeed:
 
 class ElasticPolicy(Policy):
     """Any policy, plus forecast-driven pool sizes. Every `interval_s` it records the
-    demand (GPUs queued + running), asks `source(now)` for the forecast (bucket start times,
-    upper quantile) and turns the scaler's decisions into `Scale` decisions. With
-    `source=None` it sizes from the demand seen now only (a reactive baseline)."""
+    demand (GPUs queued + running), asks `feed.upper(now)` for the forecast (bucket start
+    times, upper quantile) and turns `advise`'s decisions into `Scale` decisions. With
+    `feed=None` it sizes from the demand seen now only (a reactive baseline)."""
 
     def __init__(
         self,
@@ -240,38 +360,35 @@ class ElasticPolicy(Policy):
         self.on_tick = on_tick
         self.name = f"{base.name}+{'forecast' if feed is not None else 'reactive'}-scaling"
         self.allow_borrowing = base.allow_borrowing
+        self.oracle = base.oracle
         self._next = -math.inf
         self.decisions: list[tuple[float, Scale]] = []
 
-    def queue_key(self, config: SchedulerConfig):
+    # Every other hook is the wrapped policy's, delegated explicitly.
+    def queue_key(self, config: SchedulerConfig) -> QueueKey:
         return self.base.queue_key(config)
 
-    def __getattr__(self, name: str):
-        # checkpoint_interval and other optional hooks of the wrapped policy
-        if name in ("base", "__setstate__"):
-            raise AttributeError(name)
-        return getattr(self.base, name)
+    def checkpoint_interval(self, s: Scheduler, job: Job, now: float) -> float | None:
+        return self.base.checkpoint_interval(s, job, now)
 
     def schedule(self, s: Scheduler, now: float) -> None:
         self.base.schedule(s, now)
         if now < self._next:
             return
         self._next = now + self.interval_s
-        demand = sum(j.gpus for j in s.queue) + sum(j.gpus for j in s.active.values())
-        current = {p.name: len(s.cluster.nodes_in(p.name)) for p in self.scaler.pools}
+        demand = demand_gpus(s)
         if self.feed is not None:
             self.feed.observe(now, demand)
             times, upper = self.feed.upper(now)
         else:
             times, upper = np.zeros(0), np.zeros(0)
-        for d in self.scaler.decide(now, times, upper, current, demand_now=demand):
+        for d in advise(s, self.scaler, now, times, upper, demand).decisions:
             s.scale(d.pool, d.nodes, d.reason)
             self.decisions.append((now, d))
         if self.on_tick is not None:
             self.on_tick(s, now)
 
     def next_wakeup(self, s: Scheduler, now: float) -> float | None:
-        base = getattr(self.base, "next_wakeup", None)
-        w = base(s, now) if base is not None else None
+        w = self.base.next_wakeup(s, now)
         mine = self._next if self._next > now else now + self.interval_s
         return mine if w is None else min(w, mine)

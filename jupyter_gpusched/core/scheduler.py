@@ -252,7 +252,8 @@ class Scheduler:
     def pool_choices(self, spec: JobSpec) -> list[list[str]]:
         """Pools a job may use, cheapest acceptable group first: a preemptible job prefers
         spot capacity; a job that cannot be preempted never lands on spot."""
-        ondemand, spot = [], []
+        ondemand: list[str] = []
+        spot: list[str] = []
         for name, pool in sorted(self.cluster.pools.items()):
             if spec.gpu_type is not None and pool.gpu_type is not None and pool.gpu_type != spec.gpu_type:
                 continue

@@ -7,11 +7,11 @@ at which something changed, starts what the scheduler admits (`started`), report
 replacement capacity (`add_node`). Every decision comes from the core and its policy;
 the engine never decides anything itself.
 
-Job model. A job needs `duration` seconds of work on its GPUs. An attempt that resumes
-from a checkpoint first spends `restore_s` reading it; a job that checkpoints writes one
-every `interval` seconds of work, pausing `cost_s` each time. A preempted or interrupted
-job keeps the work up to its last completed checkpoint and loses the rest (all of it if
-it does not checkpoint), so an interrupted checkpointing job loses at most one interval.
+Job model (accounting.py). A job needs `duration` seconds of work on its GPUs; an attempt
+that resumes from a checkpoint first reads it, a job that checkpoints pauses to write one
+every interval. A preempted or interrupted job keeps the work up to its last completed
+checkpoint and loses the rest, so an interrupted checkpointing job loses at most one
+interval. GPU time and money are billed at the pools' prices (core.cost).
 
 Spot model. A spot pool's nodes each live for a time drawn from the pool's lifetime
 distribution (seeded per node, so every policy sees the same interruptions on the same
@@ -26,14 +26,18 @@ import random
 import time as _time
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
-from ..core.model import Admit, JobSpec, JobState, NodeSpec, Pool, Preempt, Priority, Scale
+from ..core.cost import PriceList
+from ..core.model import Admit, JobSpec, JobState, NodeSpec, Preempt, Scale
 from ..core.placement import Cluster
 from ..core.policies import Policy, make_policy
 from ..core.scheduler import Scheduler, SchedulerConfig, SpecError
-from .traces import TraceJob
+from .accounting import JobRun, Meter
+from .config import CheckpointModel, Lifetime, PoolConfig, SimJob
+from .results import JobRecord, SimResult
 
+# The configuration and result types live in config.py and results.py; they are re-exported
+# here for `from jupyter_gpusched.sim.engine import ...`.
 __all__ = [
     "CheckpointModel",
     "JobRecord",
@@ -50,224 +54,7 @@ _FINISH, _NODE_LOST, _NODE_ADD, _CHECKPOINT, _ARRIVE, _CANCEL, _WAKEUP = range(7
 KIND_NAMES = ("finish", "node_lost", "node_add", "checkpoint", "arrival", "cancel", "wakeup")
 
 
-# --- configuration -------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Lifetime:
-    """How long a spot node lives. `distribution`: ``exponential`` (mean `mean_s`, shifted so no
-    node lives less than `min_s`), ``weibull`` (`shape`, `scale_s`, plus `min_s`), ``uniform``
-    (between `min_s` and `max_s`) or ``fixed`` (`mean_s`). `max_s` caps every draw."""
-
-    distribution: str = "exponential"
-    mean_s: float = 8 * 3600.0
-    min_s: float = 0.0
-    max_s: float | None = None
-    shape: float = 1.0
-    scale_s: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.distribution not in ("exponential", "weibull", "uniform", "fixed"):
-            raise ValueError(
-                f"unknown lifetime distribution {self.distribution!r}; use exponential, weibull, uniform or fixed"
-            )
-        if not (self.mean_s > 0 and math.isfinite(self.mean_s)):
-            raise ValueError("lifetime mean_s must be a positive number of seconds")
-        if self.min_s < 0:
-            raise ValueError("lifetime min_s must be 0 or more")
-        if self.max_s is not None and self.max_s <= self.min_s:
-            raise ValueError("lifetime max_s must be above min_s")
-        if self.distribution == "exponential" and self.mean_s <= self.min_s:
-            raise ValueError("exponential lifetime: mean_s must be above min_s")
-        if self.distribution == "uniform" and self.max_s is None:
-            raise ValueError("uniform lifetime needs max_s")
-        if self.distribution == "weibull" and not (self.shape > 0):
-            raise ValueError("weibull lifetime needs shape > 0")
-
-    def sample(self, rng: random.Random) -> float:
-        d = self.distribution
-        if d == "fixed":
-            x = self.mean_s
-        elif d == "uniform":
-            x = rng.uniform(self.min_s, self.max_s)  # type: ignore[arg-type]
-        elif d == "weibull":
-            x = self.min_s + rng.weibullvariate(self.scale_s or self.mean_s, self.shape)
-        else:
-            x = self.min_s + rng.expovariate(1.0 / (self.mean_s - self.min_s))
-        if self.max_s is not None:
-            x = min(x, self.max_s)
-        return max(x, 1e-3)
-
-
-@dataclass(frozen=True, slots=True)
-class PoolConfig:
-    """A pool as the simulator builds it: its starting nodes, price and (for spot) lifetimes.
-    `gpus_per_node` is the shape of nodes added later (replacements, scale-out)."""
-
-    name: str
-    nodes: tuple[NodeSpec, ...]
-    price_per_gpu_hour: float = 0.0
-    spot: bool = False
-    lifetime: Lifetime | None = None
-    replace_after_s: float | None = 600.0  # None: an interrupted spot node is not replaced
-    provision_s: float = 300.0  # time to bring up a node a Scale decision asks for
-    gpus_per_node: int | None = None
-    gpu_type: str | None = None
-    min_nodes: int = 0
-    max_nodes: int | None = None
-
-    @property
-    def pool(self) -> Pool:
-        return Pool(self.name, self.spot, self.price_per_gpu_hour, self.gpu_type, self.min_nodes, self.max_nodes)
-
-    @property
-    def node_gpus(self) -> int:
-        if self.gpus_per_node is not None:
-            return self.gpus_per_node
-        return max((n.gpus for n in self.nodes), default=0)
-
-    @property
-    def gpus(self) -> int:
-        return sum(n.gpus for n in self.nodes)
-
-    @property
-    def max_gpus(self) -> int:
-        """GPUs when the pool is as large as it may grow (its `max_nodes`)."""
-        if self.max_nodes is None or self.max_nodes <= len(self.nodes):
-            return self.gpus
-        return self.gpus + (self.max_nodes - len(self.nodes)) * self.node_gpus
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointModel:
-    """How jobs checkpoint: every `interval_s` seconds of work (None: they do not), pausing
-    `cost_s` to write; `restore_s` to resume. `applies_to`: ``all`` or ``preemptible`` jobs."""
-
-    interval_s: float | None = None
-    cost_s: float = 0.0
-    restore_s: float = 0.0
-    applies_to: str = "all"
-
-    def __post_init__(self) -> None:
-        if self.interval_s is not None and not (self.interval_s > 0 and math.isfinite(self.interval_s)):
-            raise ValueError("checkpoint interval_s must be a positive number of seconds")
-        if self.cost_s < 0 or self.restore_s < 0:
-            raise ValueError("checkpoint cost_s and restore_s must be 0 or more")
-        if self.applies_to not in ("all", "preemptible"):
-            raise ValueError("checkpoint applies_to must be 'all' or 'preemptible'")
-
-
-@dataclass(frozen=True, slots=True)
-class SimJob:
-    """A trace job with everything the scenario decided for it (priority, preemptible)."""
-
-    trace: TraceJob
-    priority: Priority
-    preemptible: bool
-
-
-# --- results -------------------------------------------------------------------------------------
-@dataclass(slots=True)
-class JobRecord:
-    id: str
-    tenant: str
-    priority: Priority
-    gpus: int
-    submit: float
-    duration: float  # runtime alone on its GPUs (the trace's)
-    status: str  # what the trace says: ok / failed / cancelled
-    preemptible: bool = False
-    gpu_fraction: float | None = None
-    state: str = "pending"  # SUCCEEDED FAILED CANCELLED REJECTED, or QUEUED/RUNNING if the run stopped early
-    reason: str = ""
-    first_start: float | None = None
-    end: float | None = None
-    attempts: int = 0
-    preemptions: int = 0  # by the scheduler (reclaim, priority)
-    interruptions: int = 0  # by spot reclaims
-    run_gpu_s: float = 0.0  # GPU-seconds held while running, all attempts
-    lost_gpu_s: float = 0.0  # work thrown away by preemptions and interruptions
-    overhead_gpu_s: float = 0.0  # checkpoint writes and restores
-    cost: float = 0.0  # GPU-seconds held x the price of the pool they were on
-
-    @property
-    def wait(self) -> float | None:
-        return None if self.first_start is None else self.first_start - self.submit
-
-    @property
-    def jct(self) -> float | None:
-        return None if self.end is None else self.end - self.submit
-
-
-@dataclass(slots=True)
-class SimResult:
-    policy: str
-    jobs: list[JobRecord]
-    start: float  # first submit
-    end: float  # last job end (or where the run stopped)
-    provisioned_gpu_s: float
-    allocated_gpu_s: float
-    busy_gpu_s: float | None  # GPU share really used, where the trace says (gpu_fraction)
-    cost_by_pool: dict[str, float]
-    provisioned_by_pool: dict[str, float]
-    capacity_max: int
-    capacity_initial: int
-    interruptions: int
-    scale_decisions: int
-    scheduler_passes: int
-    events: dict[str, int]
-    transitions: int
-    wall_s: float
-    stuck: bool
-    spot_pools: tuple[str, ...] = ()
-    series_t: array = field(default_factory=lambda: array("d"))
-    series_alloc: array = field(default_factory=lambda: array("d"))
-    series_capacity: array = field(default_factory=lambda: array("d"))
-    series_queued: array = field(default_factory=lambda: array("d"))
-
-    @property
-    def event_count(self) -> int:
-        return sum(self.events.values())
-
-    @property
-    def events_per_s(self) -> float:
-        return self.event_count / self.wall_s if self.wall_s > 0 else math.inf
-
-
 # --- the engine ----------------------------------------------------------------------------------
-class _Run:
-    """Engine-side state of one job: its progress and its current attempt."""
-
-    __slots__ = (
-        "rec",
-        "spec",
-        "work",
-        "saved",
-        "token",
-        "t_start",
-        "restore",
-        "interval",
-        "ckpt_cost",
-        "n_ckpt",
-        "price",
-        "running",
-        "checkpoints",
-    )
-
-    def __init__(self, rec: JobRecord, spec: JobSpec, work: float):
-        self.rec = rec
-        self.spec = spec
-        self.work = work  # seconds of work in all (inf: runs until cancelled)
-        self.saved = 0.0  # work kept by the last checkpoint
-        self.token = 0  # bumps at every stop: stale events are ignored
-        self.t_start = 0.0
-        self.restore = 0.0
-        self.interval: float | None = None
-        self.ckpt_cost = 0.0
-        self.n_ckpt = 0  # checkpoints this attempt will write
-        self.price = 0.0  # per GPU-second of the pool it runs on
-        self.running = False
-        self.checkpoints = 0  # completed this attempt
-
-
 class Simulation:
     """Replay `jobs` on `pools` with `policy`. Deterministic for a given `seed`."""
 
@@ -303,19 +90,19 @@ class Simulation:
                 if n.pool != p.name:
                     raise ValueError(f"node {n.name!r} says pool {n.pool!r} but is listed in {p.name!r}")
         self.cluster = Cluster(nodes, [p.pool for p in pools])
+        self.prices = PriceList.of(p.pool for p in pools)
         self.scheduler = Scheduler(self.cluster, tenants, self.policy, config)
         self.seed = seed
         self.checkpoint = checkpoint or CheckpointModel()
         # The oracle alone is told true durations (or a scenario where users give estimates).
-        self.oracle = bool(getattr(self.policy, "oracle", False))
+        self.oracle = self.policy.oracle
         self.estimates = estimates
         self.jobs = list(jobs)
         self.progress = progress
         self.check = check_invariants
         self.record_series = record_series
         self.max_passes = max_passes_per_instant
-        self._ckpt_hook = getattr(self.policy, "checkpoint_interval", None)
-        self._wakeup_hook = getattr(self.policy, "next_wakeup", None)
+        self._ran = False
 
     # --- setup ---------------------------------------------------------------------------
     def _spec(self, sj: SimJob) -> JobSpec:
@@ -347,7 +134,7 @@ class Simulation:
     # --- run -----------------------------------------------------------------------------
     def run(self) -> SimResult:
         """Replay the whole trace (once: a Simulation holds one scheduler's state)."""
-        if getattr(self, "_ran", False):
+        if self._ran:
             raise RuntimeError("a Simulation runs once; make a new one to replay again")
         self._ran = True
         wall0 = _time.perf_counter()
@@ -355,7 +142,7 @@ class Simulation:
         cl = self.cluster
         self._heap: list = []
         self._seq = 0
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[str, JobRun] = {}
         self._node_seq: dict[str, int] = {}
         self._pending_adds: dict[str, int] = {p: 0 for p in self.pools}
         self._target: dict[str, int] = {p: len(c.nodes) for p, c in self.pools.items()}  # nodes wanted
@@ -365,9 +152,8 @@ class Simulation:
         self._transitions = 0
         self._passes = 0
         self._events = [0] * len(KIND_NAMES)
-        self._pool_gpus = {p: 0 for p in self.pools}
+        self._meter = meter = Meter(self.pools, self.prices)
         self._node_gpus: dict[str, int] = {}
-        self._price_s = {p: c.price_per_gpu_hour / 3600.0 for p, c in self.pools.items()}
         self._next_wakeup = math.inf
         self._series = (array("d"), array("d"), array("d"), array("d"))
 
@@ -381,7 +167,7 @@ class Simulation:
             work = math.inf if tj.status == "cancelled" else tj.duration
             if tj.id in self._runs:
                 raise ValueError(f"duplicate job id {tj.id!r} in the trace")
-            self._runs[tj.id] = _Run(rec, self._spec(sj), work)
+            self._runs[tj.id] = JobRun(rec, self._spec(sj), work)
             self._push(tj.submit, _ARRIVE, tj.id)
             if tj.status == "cancelled":
                 self._push(tj.submit + tj.duration, _CANCEL, tj.id)
@@ -389,12 +175,7 @@ class Simulation:
         self._to_arrive = len(records)
         t0 = records[0].submit if records else 0.0
         self._now = t0
-        self._t_last = t0
-        self._alloc_gpu_s = 0.0
-        self._prov_gpu_s = 0.0
-        self._busy_gpu_s = 0.0
-        self._cost_by_pool = {p: 0.0 for p in self.pools}
-        self._prov_by_pool = {p: 0.0 for p in self.pools}
+        meter.t_last = t0
         for pc in self.pools.values():
             for n in pc.nodes:
                 self._node_added(n, t0, initial=True)
@@ -418,7 +199,8 @@ class Simulation:
         reported = 0
         while heap and self._open > 0:
             t = heap[0][0]
-            self._advance(t)
+            meter.advance(t, cl.total_gpus, cl.free_gpus)
+            self._now = t
             changed = False
             while heap and heap[0][0] == t:
                 _, kind, _, a, b = heapq.heappop(heap)
@@ -447,11 +229,11 @@ class Simulation:
             jobs=records,
             start=t0,
             end=end,
-            provisioned_gpu_s=self._prov_gpu_s,
-            allocated_gpu_s=self._alloc_gpu_s,
-            busy_gpu_s=self._busy_gpu_s if any(r.gpu_fraction is not None for r in records) else None,
-            cost_by_pool=dict(self._cost_by_pool),
-            provisioned_by_pool=dict(self._prov_by_pool),
+            provisioned_gpu_s=meter.prov_gpu_s,
+            allocated_gpu_s=meter.alloc_gpu_s,
+            busy_gpu_s=meter.busy_gpu_s if any(r.gpu_fraction is not None for r in records) else None,
+            cost_by_pool=dict(meter.cost_by_pool),
+            provisioned_by_pool=dict(meter.prov_by_pool),
             capacity_max=self._capacity_max,
             capacity_initial=self._capacity_initial,
             interruptions=self._interruptions,
@@ -462,6 +244,7 @@ class Simulation:
             wall_s=_time.perf_counter() - wall0,
             stuck=stuck,
             spot_pools=tuple(p for p, c in self.pools.items() if c.spot),
+            prices=self.prices,
             series_t=self._series[0],
             series_alloc=self._series[1],
             series_capacity=self._series[2],
@@ -470,20 +253,6 @@ class Simulation:
 
     def _arrivals_pending(self, _t: float) -> bool:
         return self._to_arrive > 0 or self._next_wakeup < math.inf
-
-    # --- time and money --------------------------------------------------------------------
-    def _advance(self, t: float) -> None:
-        dt = t - self._t_last
-        if dt > 0:
-            cl = self.cluster
-            self._alloc_gpu_s += (cl.total_gpus - cl.free_gpus) * dt
-            self._prov_gpu_s += cl.total_gpus * dt
-            for p, g in self._pool_gpus.items():
-                if g:
-                    self._prov_by_pool[p] += g * dt
-                    self._cost_by_pool[p] += g * dt * self._price_s[p]
-            self._t_last = t
-        self._now = t
 
     # --- event handlers (return True when the scheduler should look again) --------------------
     def _on_arrive(self, job_id: str, _b, t: float) -> bool:
@@ -572,7 +341,7 @@ class Simulation:
     # --- nodes -----------------------------------------------------------------------------
     def _node_added(self, node: NodeSpec, t: float, initial: bool) -> None:
         pc = self.pools[node.pool]
-        self._pool_gpus[node.pool] += node.gpus
+        self._meter.pool_gpus[node.pool] += node.gpus
         self._node_gpus[node.name] = node.gpus
         self._live[node.pool] += 1
         if not initial:
@@ -583,7 +352,7 @@ class Simulation:
 
     def _node_removed(self, node: str, pool: str) -> None:
         # the cluster already dropped it; keep the pool's GPU count for billing in step
-        self._pool_gpus[pool] -= self._node_gpus.pop(node)
+        self._meter.pool_gpus[pool] -= self._node_gpus.pop(node)
         self._live[pool] -= 1
 
     # --- scheduling passes -------------------------------------------------------------------
@@ -616,11 +385,10 @@ class Simulation:
         self._transitions += len(s.drain_events())
         if self.check:
             self._check_invariants()
-        if self._wakeup_hook is not None:
-            w = self._wakeup_hook(s, t)
-            if w is not None and t < w < self._next_wakeup:
-                self._next_wakeup = w
-                self._push(w, _WAKEUP, None)
+        w = self.policy.next_wakeup(s, t)
+        if w is not None and t < w < self._next_wakeup:
+            self._next_wakeup = w
+            self._push(w, _WAKEUP, None)
         if self.record_series:
             cl = self.cluster
             st, sa, sc, sq = self._series
@@ -633,74 +401,27 @@ class Simulation:
         s = self.scheduler
         job = s.started(job_id, t)
         r = self._runs[job_id]
-        rec = r.rec
-        rec.attempts += 1
-        if rec.first_start is None:
-            rec.first_start = t
-        r.running = True
-        r.t_start = t
-        r.token += 1
-        r.checkpoints = 0
-        r.price = self._price_s[self.cluster.pool_of(allocation[0][0])]
-        r.restore = self.checkpoint.restore_s if r.saved > 0 else 0.0
         interval = job.spec.checkpoint_interval
-        if interval is not None and self._ckpt_hook is not None:
-            interval = self._ckpt_hook(s, job, t)
-        remaining = r.work - r.saved
-        if interval is not None and math.isfinite(remaining):
-            r.interval = interval
-            r.ckpt_cost = self.checkpoint.cost_s
-            r.n_ckpt = max(0, math.ceil(remaining / interval - 1e-9) - 1)
-        else:
-            r.interval = None
-            r.ckpt_cost = 0.0
-            r.n_ckpt = 0
-        if math.isfinite(remaining):
-            end = t + r.restore + remaining + r.n_ckpt * r.ckpt_cost
+        if interval is not None:
+            interval = self.policy.checkpoint_interval(s, job, t)
+        ck = self.checkpoint
+        end = r.begin(t, self.cluster.pool_of(allocation[0][0]), ck.restore_s, interval, ck.cost_s)
+        if math.isfinite(end):
             self._push(end, _FINISH, job_id, r.token)
-        if r.n_ckpt:
-            self._push(t + r.restore + r.interval + r.ckpt_cost, _CHECKPOINT, job_id, r.token)
+        first = r.first_checkpoint()
+        if first is not None:
+            self._push(first, _CHECKPOINT, job_id, r.token)
 
-    def _stop_attempt(self, r: _Run, t: float, completed: bool) -> None:
-        """Account the attempt that ends at `t`: GPU time held, work kept, work lost."""
-        if not r.running:
-            return
-        g = r.rec.gpus
-        held = max(0.0, t - r.t_start)
-        r.rec.run_gpu_s += held * g
-        r.rec.cost += held * g * r.price
+    def _stop_attempt(self, r: JobRun, t: float, completed: bool) -> None:
+        held_gpu_s = r.stop(t, completed, self.prices)
         if r.rec.gpu_fraction is not None:
-            self._busy_gpu_s += held * g * r.rec.gpu_fraction
-        r.running = False
-        r.token += 1
-        if completed:
-            r.rec.overhead_gpu_s += (r.restore + r.n_ckpt * r.ckpt_cost) * g
-            r.saved = r.work
-            return
-        if held <= r.restore:
-            r.rec.overhead_gpu_s += held * g
-            return
-        computed = held - r.restore
-        done = 0
-        if r.interval is not None:
-            cycle = r.interval + r.ckpt_cost
-            done = min(r.n_ckpt, int(computed // cycle))
-        kept = done * (r.interval or 0.0)
-        overhead = r.restore + done * r.ckpt_cost
-        rest = computed - done * ((r.interval or 0.0) + r.ckpt_cost)
-        if r.interval is not None and rest > r.interval:  # stopped while writing a checkpoint
-            overhead += rest - r.interval
-            rest = r.interval
-        r.saved += kept
-        if math.isfinite(r.work):
-            r.rec.lost_gpu_s += rest * g
-        r.rec.overhead_gpu_s += overhead * g
+            self._meter.busy_gpu_s += held_gpu_s * r.rec.gpu_fraction
 
-    def _stopped(self, r: _Run, t: float) -> None:
+    def _stopped(self, r: JobRun, t: float) -> None:
         """The job was preempted or its node went away: it is back in the queue."""
         self._stop_attempt(r, t, completed=False)
 
-    def _close(self, r: _Run) -> None:
+    def _close(self, r: JobRun) -> None:
         self._open -= 1
         self._ended += 1
 
@@ -746,10 +467,10 @@ class Simulation:
             assert n == cl.capacity(node) - cl.free_on(node), f"node {node}: ledger disagrees with jobs"
         assert sum(held.values()) == cl.total_gpus - cl.free_gpus, "cluster free count disagrees with jobs"
         for jid, r in self._runs.items():
-            job = s.jobs.get(jid)
-            if job is None:
+            known = s.jobs.get(jid)
+            if known is None:
                 continue
-            assert r.running == (job.state is JobState.RUNNING), f"{jid}: engine and scheduler disagree"
+            assert r.running == (known.state is JobState.RUNNING), f"{jid}: engine and scheduler disagree"
 
 
 def simulate(jobs: Sequence[SimJob], pools: Sequence[PoolConfig], tenants=(), policy: str | Policy = "dynamic", **kw) -> SimResult:

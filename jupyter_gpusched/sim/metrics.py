@@ -8,7 +8,9 @@ Definitions (all times in seconds, from the first submit in the replay, t0):
 - JCT: end - submit of each completed (succeeded or failed) job; wait: first start - submit;
 - makespan: last completed job's end - t0;
 - cost_total: every provisioned node's GPUs x its pool's price x the time it was up;
-  cost_per_job: cost_total / completed jobs;
+  cost_per_job: cost_total / completed jobs; cost_spot: the part of cost_total on spot pools;
+  cost_by_tenant_allocated: the GPU-seconds each tenant's jobs held x the price of their
+  pool (core.cost: what a tenant is charged; idle capacity is in cost_total only);
 - jain_fairness: Jain's index over tenants of each tenant's mean (duration / JCT);
 - low_priority_overtaken: low-priority jobs that a job of the same tenant, submitted more
   than the aging bound after them and asking at least as many GPUs, started before (the
@@ -28,9 +30,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from ..core.cost import tenant_costs
 from ..core.model import Priority
 from ..core.queues import starvation_bound
-from .engine import JobRecord, SimResult
+from .results import JobRecord, SimResult
 
 COMPLETED = ("SUCCEEDED", "FAILED")
 
@@ -107,24 +110,25 @@ def overtaken(recs: Sequence[JobRecord], bound: float) -> int:
     return count
 
 
+def _end(r: JobRecord) -> float:
+    assert r.end is not None, f"{r.id} completed without an end"
+    return r.end
+
+
 def summarize(res: SimResult, aging_interval: float = 3600.0) -> dict:
     recs = res.jobs
     done = [r for r in recs if r.state in COMPLETED]
-    jct = np.asarray([r.end - r.submit for r in done], dtype=float)
+    jct = np.asarray([_end(r) - r.submit for r in done], dtype=float)
     waits = np.asarray([r.first_start - r.submit for r in recs if r.first_start is not None], dtype=float)
     low_waits = [r.first_start - r.submit for r in recs if r.priority is Priority.LOW and r.first_start is not None]
-    makespan = (max(r.end for r in done) - res.start) if done else 0.0
+    makespan = (max(_end(r) for r in done) - res.start) if done else 0.0
     span = res.end - res.start
     prov = res.provisioned_gpu_s
     useful = sum(r.duration * r.gpus for r in done)
     cost_total = sum(res.cost_by_pool.values())
     by_tenant: dict[str, list[float]] = defaultdict(list)
     for r in done:
-        by_tenant[r.tenant].append(r.duration / (r.end - r.submit) if r.end > r.submit else 1.0)
-    cost_by_tenant: dict[str, float] = defaultdict(float)
-    for r in recs:
-        cost_by_tenant[r.tenant] += r.cost
-    spot_pools = set(res.spot_pools)
+        by_tenant[r.tenant].append(r.duration / (_end(r) - r.submit) if _end(r) > r.submit else 1.0)
     b = bounds(done, res.capacity_max, res.start)
     out = {
         "jobs": len(done),
@@ -154,8 +158,8 @@ def summarize(res: SimResult, aging_interval: float = 3600.0) -> dict:
         "cost_total": cost_total,
         "cost_per_job": cost_total / len(done) if done else None,
         "cost_by_pool": dict(res.cost_by_pool),
-        "cost_spot": sum(c for p, c in res.cost_by_pool.items() if p in spot_pools),
-        "cost_by_tenant_allocated": dict(sorted(cost_by_tenant.items())),
+        "cost_spot": res.prices.spot_part(res.cost_by_pool),
+        "cost_by_tenant_allocated": tenant_costs((r.tenant, r.cost) for r in recs),
         "jain_fairness": jain(float(np.mean(v)) for v in by_tenant.values()),
         "preemptions": sum(r.preemptions for r in recs),
         "interruptions": sum(r.interruptions for r in recs),

@@ -14,12 +14,14 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..core.policies import policy_names
-from .engine import SimResult, Simulation
+from .engine import Simulation
 from .metrics import bounds, check_bounds, summarize
+from .results import SimResult
 from .scenario import Scenario, ScenarioError, builtin_scenarios, load_scenario
 from .traces import TraceError
 
@@ -61,10 +63,12 @@ def run_bench(
     policies = list(policies or sc.policies)
     results: dict[str, SimResult] = {}
     summaries: dict[str, dict] = {}
-    tqdm = None
+    tqdm: Any = None
     if progress is not False:
         try:
-            from tqdm import tqdm
+            import tqdm as tqdm_module
+
+            tqdm = tqdm_module.tqdm
         except ImportError:  # pragma: no cover - tqdm is a dependency of the sim extra
             tqdm = None
     for pol in policies:
@@ -307,7 +311,7 @@ def write_plots(report: dict, results: dict[str, SimResult], out_dir: str | Path
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for pol, r in results.items():
-        jct = np.sort([j.end - j.submit for j in r.jobs if j.state in ("SUCCEEDED", "FAILED")])
+        jct = np.sort([j.jct for j in r.jobs if j.state in ("SUCCEEDED", "FAILED") and j.jct is not None])
         if jct.size:
             ax.step(np.maximum(jct, 1) / 3600, np.arange(1, jct.size + 1) / jct.size, where="post", label=pol, lw=1.2)
     ax.set(xscale="log", xlabel="job completion time (hours, log)", ylabel="fraction of jobs", title=f"{name}: JCT CDF")
@@ -385,8 +389,8 @@ def bench_main(argv: list[str]) -> int:
         Path(args.json).write_text(json.dumps(report, indent=2, default=_json_default) + "\n")
         print(f"\nwrote {args.json}")
     if args.plots:
-        for p in write_plots(report, results, args.plots):
-            print(f"wrote {p}")
+        for written in write_plots(report, results, args.plots):
+            print(f"wrote {written}")
     return 0
 
 

@@ -20,7 +20,7 @@ import yaml
 from ..core.model import NodeSpec, Priority, Tenant
 from ..core.policies import Policy, make_policy, policy_names
 from ..core.scheduler import SchedulerConfig
-from .engine import CheckpointModel, Lifetime, PoolConfig, SimJob
+from .config import CheckpointModel, Lifetime, PoolConfig, SimJob
 from .traces import NODE_FORMATS, TRACE_FORMATS, Trace, TraceError, load_nodes, load_trace
 
 __all__ = ["Scenario", "ScenarioError", "find_scenario", "load_scenario", "scenario_dirs", "traces_dir"]
@@ -52,7 +52,7 @@ def scenario_dirs() -> list[Path]:
 
 
 def builtin_scenarios() -> list[str]:
-    names = set()
+    names: set[str] = set()
     for d in scenario_dirs():
         if d.is_dir():
             names.update(p.stem for p in d.glob("*.yaml"))

@@ -22,6 +22,7 @@ import statistics
 import sys
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 import yaml
 
@@ -118,7 +119,7 @@ def _tenant_terms(listed: list[dict], names: tuple[str, ...]) -> list[dict]:
     return out
 
 
-def _raw(name: str) -> tuple[dict, object]:
+def _raw(name: str) -> tuple[dict, Path]:
     path = find_scenario(name)
     return yaml.safe_load(path.read_text()), path
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -18,6 +18,7 @@ from sqlalchemy import (
     ForeignKey,
     Integer,
     String,
+    Table,
     Text,
     create_engine,
     event,
@@ -228,7 +229,7 @@ class Store:
             if rows:
                 self._upsert(db, JobRow, rows, ["id"])
             if ev:
-                db.execute(EventRow.__table__.insert(), ev)
+                db.execute(cast(Table, EventRow.__table__).insert(), ev)
 
     def set_info(self, job_id: str, info: Mapping[str, Any]) -> None:
         with Session(self.engine) as db, db.begin():

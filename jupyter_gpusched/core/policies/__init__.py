@@ -7,41 +7,26 @@ state the scheduler does not hand them, except caches they can rebuild (reservat
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
 from .base import Policy
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
-
-_REGISTRY: dict[str, Callable[[], Policy]] = {}
-
-
-def register(name: str):
-    def wrap(cls):
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return wrap
+from .registry import REGISTRY, register
 
 
 def policy_names() -> list[str]:
     _load()
-    return sorted(_REGISTRY)
+    return sorted(REGISTRY)
 
 
 def make_policy(name: str) -> Policy:
     _load()
     try:
-        return _REGISTRY[name]()
+        return REGISTRY[name]()
     except KeyError:
-        raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(sorted(_REGISTRY))}") from None
+        raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(sorted(REGISTRY))}") from None
 
 
 def _load() -> None:
-    # Import for the side effect of registering; kept lazy to avoid import cycles.
+    # Import for the side effect of registering (in .registry, which the policy modules
+    # import, so none of them imports this package); lazy, so the core loads fast.
     from . import dynamic, fifo, priority, spot_hybrid, srpt, static, tiresias  # noqa: F401
 
 

@@ -1,27 +1,52 @@
-"""The policy interface and the plain in-order walk the baselines share."""
+"""The policy interface and the plain in-order walk the baselines share.
+
+Every hook a driver (the live service, the simulator) may call is declared here with a
+default, so drivers call them unconditionally and a policy overrides only what it needs.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from ..queues import QueueKey, fifo_key
 from ..quotas import Admission
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..model import Job
     from ..scheduler import Scheduler, SchedulerConfig
 
 
 class Policy(ABC):
-    name: ClassVar[str] = ""
-    allow_borrowing: ClassVar[bool] = True  # may a tenant run past its quota?
+    name: str = ""
+    """The name it is registered under (`register` sets it on the class)."""
+
+    allow_borrowing: bool = True
+    """May a tenant run past its quota on idle GPUs? The scheduler's quota ledger asks once."""
+
+    oracle: bool = False
+    """A yardstick that is told every job's true runtime: the simulator fills
+    `JobSpec.est_runtime` with the trace's durations for it. Never deployed."""
 
     def queue_key(self, config: SchedulerConfig) -> QueueKey:
+        """The order of the queue (smallest key first); FIFO unless overridden."""
         return fifo_key
 
     @abstractmethod
     def schedule(self, s: Scheduler, now: float) -> None:
         """Walk `s.queue` and call `s.admit` / `s.preempt`."""
+
+    def checkpoint_interval(self, s: Scheduler, job: Job, now: float) -> float | None:
+        """The checkpoint interval for the attempt of `job` starting now, on the GPUs it was
+        just given. The driver asks when a job that checkpoints starts (its
+        `spec.checkpoint_interval` is set) and hands the answer to its runner. Default: the
+        interval the job asked for."""
+        return job.spec.checkpoint_interval
+
+    def next_wakeup(self, s: Scheduler, now: float) -> float | None:
+        """When the policy wants another pass although nothing else changes (a demotion, a
+        grace period running out), or None. The driver schedules a pass at that time."""
+        return None
 
 
 def admit_in_order(s: Scheduler, now: float, *, per_tenant: bool, respect_quota: bool) -> None:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from ..model import Job, work_at_risk
 from ..queues import aged_key
 from ..quotas import Admission
-from . import register
 from .base import Policy
+from .registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..scheduler import Scheduler

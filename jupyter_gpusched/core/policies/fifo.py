@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from . import register
 from .base import Policy, admit_in_order
+from .registry import register
 
 
 @register("fifo")

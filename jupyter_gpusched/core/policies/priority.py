@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from ..queues import strict_priority_key
-from . import register
 from .base import Policy, admit_in_order
+from .registry import register
 
 
 @register("priority")

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 from ..model import Job, work_at_risk
 from ..quotas import Admission
-from . import register
 from .dynamic import DynamicPolicy
+from .registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..scheduler import Scheduler

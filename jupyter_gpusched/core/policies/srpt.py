@@ -12,11 +12,11 @@ and priority classes are ignored.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from ..model import Job, attained_now, work_at_risk
-from . import register
 from .preemptive import PreemptiveListPolicy
+from .registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..scheduler import Scheduler
@@ -31,7 +31,7 @@ def _remaining(job: Job, service: float) -> float:
 
 @register("srpt")
 class SrptOraclePolicy(PreemptiveListPolicy):
-    oracle: ClassVar[bool] = True  # the simulator tells it true runtimes
+    oracle = True  # the simulator tells it true runtimes
 
     def queue_key(self, config):
         def key(job: Job) -> tuple:

@@ -16,8 +16,8 @@ import math
 from typing import TYPE_CHECKING
 
 from ..model import Job, attained_now
-from . import register
 from .preemptive import PreemptiveListPolicy
+from .registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..scheduler import Scheduler

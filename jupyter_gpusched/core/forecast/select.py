@@ -1,0 +1,157 @@
+"""Which model a history allows (fallbacks say why), fitting it, and the forecast itself."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .models import DEFAULT_INTERVAL, MODELS, Fitted, LastValueModel, MeanModel, SeasonalNaiveModel
+from .prophet import ProphetModel
+from .series import DAY, WEEK, Series, season_steps
+
+__all__ = [
+    "MIN_PROPHET_S",
+    "MIN_WEEKLY_S",
+    "Forecast",
+    "choose_model",
+    "fit",
+    "fit_model",
+    "fit_with_fallback",
+    "forecast",
+    "forecast_with_fit",
+]
+
+MIN_PROPHET_S = 2 * DAY  # Prophet's daily seasonality needs two cycles
+MIN_WEEKLY_S = 2 * WEEK  # weekly seasonality needs two weeks
+
+
+def fit(model: str, series: Series, lo: int = 0, hi: int | None = None) -> Fitted:
+    """Fit `model` on `series.values[lo:hi]`. Raises ImportError when Prophet is missing."""
+    hi = len(series) if hi is None else hi
+    m = season_steps(series.step_s)
+    if model in ("prophet-ar", "prophet"):
+        span = (hi - lo) * series.step_s
+        return ProphetModel(series, lo, hi, m, anchor=model == "prophet-ar", weekly=span >= MIN_WEEKLY_S)
+    cls = {"seasonal-naive": SeasonalNaiveModel, "last-value": LastValueModel, "mean": MeanModel}.get(model)
+    if cls is None:
+        raise ValueError(f"unknown model {model!r}; use one of {', '.join(MODELS)}")
+    t0 = time.perf_counter()
+    out = cls(series, lo, hi, m)
+    out.fit_s = time.perf_counter() - t0
+    return out
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds < 2 * DAY else f"{seconds / DAY:.1f} days"
+
+
+def choose_model(series: Series, wanted: str = "auto") -> tuple[str | None, str]:
+    """The model to use on this history, and a sentence saying why (fallbacks say so)."""
+    span = series.span_s
+    if series.observed == 0:
+        return None, "no demand history yet: no forecast"
+    if wanted not in ("auto", *MODELS):
+        raise ValueError(f"unknown model {wanted!r}; use auto or one of {', '.join(MODELS)}")
+    ok = series.values[~np.isnan(series.values)]
+    if wanted == "auto" and float(ok.max() - ok.min()) == 0.0:
+        return "mean", f"demand has been constant ({ok[0]:g} GPUs) over the {_hours(span)} of history: forecasting that value"
+    if wanted in ("auto", "prophet-ar", "prophet") and span < DAY:
+        return "mean", f"only {_hours(span)} of history (a seasonal model needs a day): falling back to the mean"
+    if wanted in ("auto", "prophet-ar", "prophet") and span < MIN_PROPHET_S:
+        return "seasonal-naive", (
+            f"only {_hours(span)} of history (Prophet needs 2 days): falling back to seasonal-naive (same time yesterday)"
+        )
+    if wanted == "seasonal-naive" and span < DAY:
+        return "mean", f"only {_hours(span)} of history (seasonal-naive needs a day): falling back to the mean"
+    if wanted in ("auto", "prophet-ar", "prophet"):
+        name = "prophet" if wanted == "prophet" else "prophet-ar"
+        weekly = "daily and weekly" if span >= MIN_WEEKLY_S else "daily (weekly needs 2 weeks of history)"
+        anchor = ", anchored on the latest demand (AR(1) on its residuals)" if name == "prophet-ar" else ""
+        return name, f"Prophet with {weekly} seasonality{anchor}, fitted on {_hours(span)} of history"
+    return wanted, f"{wanted} forecast as asked, from {_hours(span)} of history"
+
+
+@dataclass
+class Forecast:
+    times: np.ndarray  # epoch seconds: the start of each forecast bucket
+    values: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    model: str | None
+    note: str
+    step_s: float
+    interval: float
+    fit_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        r = lambda a: [round(float(x), 3) for x in a]  # noqa: E731
+        return {
+            "times": r(self.times),
+            "values": r(self.values),
+            "lower": r(self.lower),
+            "upper": r(self.upper),
+            "model": self.model,
+            "note": self.note,
+            "step_s": self.step_s,
+            "interval": self.interval,
+            "fit_s": round(self.fit_s, 3),
+        }
+
+
+def forecast(
+    series: Series, horizon: int, model: str = "auto", interval: float = DEFAULT_INTERVAL, max_history_s: float | None = 28 * DAY
+) -> Forecast:
+    """Forecast the `horizon` buckets after the end of `series` (the last `max_history_s` of
+    it are used). Falls back (and says so) when the history is too short or Prophet fails."""
+    if max_history_s is not None:
+        series = series.tail(max_history_s)
+    return forecast_with_fit(series, horizon, model, interval)[0]
+
+
+def forecast_with_fit(series: Series, horizon: int, model: str, interval: float) -> tuple[Forecast, Fitted | None]:
+    """`forecast` on the whole series, with the fitted model (None without history)."""
+    if horizon < 1:
+        raise ValueError("horizon must be at least 1 step")
+    if not 0 < interval < 1:
+        raise ValueError("interval must be between 0 and 1")
+    times = series.time_of(len(series)) + series.step_s * np.arange(horizon)
+    fitted, note = fit_model(series, model)
+    if fitted is None:
+        empty = np.zeros(0)
+        return Forecast(empty, empty, empty, empty, None, note, series.step_s, interval), None
+    p, lo, hi = fitted.predict(series.values, horizon, interval)
+    return Forecast(times, p, lo, hi, fitted.model, note, series.step_s, interval, fitted.fit_s), fitted
+
+
+def fit_model(series: Series, wanted: str = "auto") -> tuple[Fitted | None, str]:
+    """Choose (`choose_model`) and fit a model on the whole series, falling back when
+    Prophet is missing or fails. (None, why) when there is no history."""
+    name, note = choose_model(series, wanted)
+    if name is None:
+        return None, note
+    return fit_with_fallback(name, note, series)
+
+
+def fit_with_fallback(
+    name: str, note: str, series: Series, lo: int = 0, hi: int | None = None, cache: dict | None = None
+) -> tuple[Fitted, str]:
+    """`fit` `name` on `series.values[lo:hi]`, falling back to a baseline (and saying why in
+    the note) when Prophet is missing or fails. Prophet fits are shared through `cache`."""
+    hi = len(series) if hi is None else hi
+    key = ("prophet", lo, hi)
+    if cache is not None and name in ("prophet", "prophet-ar") and key in cache:
+        return cache[key].variant(name == "prophet-ar"), note
+    try:
+        fitted = fit(name, series, lo, hi)
+        if cache is not None and isinstance(fitted, ProphetModel):
+            cache[key] = fitted
+        return fitted, note
+    except ImportError:
+        why = "Prophet is not installed (pip install prophet)"
+    except Exception as exc:  # Stan failures and the like: never fail the forecast
+        why = f"Prophet failed ({type(exc).__name__}: {exc})"
+    fallback = "seasonal-naive" if (hi - lo) * series.step_s >= DAY else "mean"
+    return fit(fallback, series, lo, hi), f"{why}: falling back to {fallback}"
