@@ -14,6 +14,7 @@ no node limits.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from typing import Any
 
 from ..core import Scheduler
 from ..core import forecast as fc
-from ..core.scaling import ElasticScaler, PoolSizing, ScalingConfig, target_gpus
+from ..core.scaling import ElasticScaler, PoolSizing, ScalingConfig, advise, pool_sizings
 from .forecasting import Forecasts
 from .views import iso
 
@@ -91,8 +92,7 @@ class Advisor:
         self.clock = clock
         self.settings = settings or ScalingSettings()
         self.elastic = elastic  # False: a fixed machine, whose pools are never advised to shrink
-        self.scaler: ElasticScaler | None = None
-        self.reasons: dict[str, str] = {}
+        self.scaler = ElasticScaler([], self.settings.config)  # remembers what it asked per pool, when and why
         self.last: dict[str, Any] | None = None  # the latest recommendation, for the metrics
 
     async def recommendation(self) -> dict[str, Any]:
@@ -103,71 +103,25 @@ class Advisor:
 
     def sizing(self) -> list[PoolSizing]:
         """Pools as the scheduler sees them now, with the configured limits."""
-        c = self.scheduler.cluster
-        out = []
-        for name, pool in sorted(c.pools.items()):
-            limits = self.settings.pools.get(name, {})
-            per_node = limits.get("gpus_per_node") or max((c.capacity(n) for n in c.nodes_in(name)), default=0)
-            if per_node < 1:
-                continue  # no node to learn its size from, and none configured
-            floor = limits.get("min_nodes")
-            if floor is None:  # a fixed machine's nodes stay; a cluster's pool may empty
-                floor = 0 if self.elastic else len(c.nodes_in(name))
-            out.append(PoolSizing(name, per_node, floor, limits.get("max_nodes"), spot=pool.spot))
-        return out
+        return pool_sizings(self.scheduler.cluster, self.settings.pools, self.elastic)
 
     def recommend(self, report: dict[str, Any], now: float) -> dict[str, Any]:
-        """The recommendation for a forecast `report` (as `Forecasts.report` gives it), as the REST API shows it."""
+        """The recommendation for a forecast `report` (as `Forecasts.report` gives it), as the REST API shows it.
+        The arithmetic is the core's (`core.scaling.advise`), the same the simulator's elastic pools use."""
         cfg = self.settings.config
+        self.scaler.set_pools(self.sizing())
         times = [datetime.fromisoformat(t).timestamp() for t in report["times"]]
-        advice = self._advise(now, times, report["upper"])
+        advice = advise(self.scheduler, self.scaler, now, times, report["upper"])
         self.last = {
             "lead_minutes": cfg.lead_s / 60,
             "cooldown_minutes": cfg.cooldown_s / 60,
             "headroom": cfg.headroom,
             "spot_share": cfg.spot_share,
-            "demand_gpus": advice["demand_gpus"],
-            "forecast_peak_gpus": round(advice["forecast_peak_gpus"], 3),
-            "wanted_gpus": round(advice["wanted_gpus"], 3),
+            "demand_gpus": advice.demand_gpus,
+            "forecast_peak_gpus": round(advice.forecast_peak_gpus, 3),
+            "wanted_gpus": round(advice.wanted_gpus, 3),
             "forecast": {"model": report.get("model"), "note": report.get("note", ""), "band_scale": report.get("band_scale")},
-            "pools": advice["pools"],
+            "pools": [dataclasses.asdict(p) for p in advice.pools],
             "decided_at": iso(now),
         }
         return self.last
-
-    def _advise(self, now: float, times: list[float], upper: list[float]) -> dict[str, Any]:
-        """The arithmetic, in one place (core.scaling.advise is to replace it): the demand now,
-        the forecast peak over the lead time, the GPUs wanted, and each pool's row."""
-        pools = self.sizing()
-        cfg = self.settings.config
-        if self.scaler is None or [p.name for p in self.scaler.pools] != [p.name for p in pools]:
-            self.scaler = ElasticScaler(pools, cfg)  # pools appeared or went: start afresh
-        else:
-            self.scaler.pools = pools
-        s = self.scheduler
-        demand = sum(j.gpus for j in s.queue) + sum(j.gpus for j in s.active.values())
-        forecast_peak = target_gpus(now, times, upper, cfg.lead_s)
-        current = {p.name: len(s.cluster.nodes_in(p.name)) for p in pools}
-        for d in self.scaler.decide(now, times, upper, current, demand_now=demand):
-            self.reasons[d.pool] = d.reason
-        rows = []
-        for p in pools:
-            want = self.scaler.asked.get(p.name, current[p.name])
-            rows.append(
-                {
-                    "name": p.name,
-                    "spot": p.spot,
-                    "gpus_per_node": p.gpus_per_node,
-                    "nodes": current[p.name],
-                    "recommended_nodes": want,
-                    "min_nodes": p.min_nodes,
-                    "max_nodes": p.max_nodes,
-                    "reason": self.reasons.get(p.name, "") if want != current[p.name] else "",
-                }
-            )
-        return {
-            "demand_gpus": demand,
-            "forecast_peak_gpus": forecast_peak,
-            "wanted_gpus": max(forecast_peak, demand) * (1 + cfg.headroom),
-            "pools": rows,
-        }
