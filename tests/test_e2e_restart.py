@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_notebook, new_live_server
+from jupyter_gpusched.testing.jupyter import new_live_server
+from jupyter_gpusched.testing.notebooks import make_notebook
 
 pytestmark = pytest.mark.timeout(240)
 
