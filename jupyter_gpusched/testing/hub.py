@@ -291,7 +291,11 @@ class Hub:
     def stop_server(self, user: str, timeout: float = 60) -> None:
         r = self.api("DELETE", f"users/{user}/server")
         assert r.status_code in (202, 204), r.text
-        wait_for(lambda: "" not in self.api("GET", f"users/{user}").json().get("servers", {}), timeout, f"{user}'s server to stop")
+        wait_for(
+            lambda: "" not in self.api("GET", f"users/{user}").json().get("servers", {}),
+            timeout,
+            f"{user}'s server to stop",
+        )
 
 
 class ServiceClient:

@@ -107,7 +107,9 @@ class LiveServer:
             last = self.api("GET", f"jobs/{job_id}").json()
             return last if last["state"] in states else None
 
-        return wait_until(reached, timeout, lambda: f"job {job_id} (is {last.get('state')}) to be in {states}: {last}", 0.2)
+        return wait_until(
+            reached, timeout, lambda: f"job {job_id} (is {last.get('state')}) to be in {states}: {last}", 0.2
+        )
 
     def log_tail(self, n: int = 4000) -> str:
         return self.log.read_text(errors="replace")[-n:] if self.log.exists() else ""
@@ -118,7 +120,13 @@ def new_live_server(base: Path, *extra_args: str) -> LiveServer:
     for sub in ("root", "data", "runtime"):
         (base / sub).mkdir(parents=True, exist_ok=True)
     return LiveServer(
-        base / "root", base / "data", base / "runtime", free_port(), LIVE_TOKEN, base / "server.log", extra_args=extra_args
+        base / "root",
+        base / "data",
+        base / "runtime",
+        free_port(),
+        LIVE_TOKEN,
+        base / "server.log",
+        extra_args=extra_args,
     )
 
 

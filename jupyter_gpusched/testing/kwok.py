@@ -64,7 +64,10 @@ def add_node(api: Api, name: str, pool: str, gpus: int = GPUS_PER_NODE, *, spot:
             raise
     # The API server keeps a created Node's status; make sure capacity is there before kwok takes it.
     api.request(
-        "PATCH", f"/api/v1/nodes/{name}/status", body={"status": node["status"]}, content_type="application/merge-patch+json"
+        "PATCH",
+        f"/api/v1/nodes/{name}/status",
+        body={"status": node["status"]},
+        content_type="application/merge-patch+json",
     )
 
 
@@ -81,7 +84,9 @@ def ready_nodes(api: Api) -> set[str]:
 def ensure_namespace(api: Api, name: str, account_timeout: float = 10.0) -> str:
     """Create namespace `name` (an existing one is kept) with its default ServiceAccount, which pods need."""
     try:
-        api.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        api.request(
+            "POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        )
     except KubeApiError as exc:
         if exc.status != 409:
             raise
@@ -114,7 +119,9 @@ def ensure_namespace(api: Api, name: str, account_timeout: float = 10.0) -> str:
 def testenv_bindir() -> Path | None:
     """Where `scripts/k8s-testenv.sh build` puts the binaries (cached outside the repo), or None."""
     try:
-        out = subprocess.run(["bash", str(TESTENV), "bindir"], capture_output=True, text=True, timeout=30).stdout.strip()
+        out = subprocess.run(
+            ["bash", str(TESTENV), "bindir"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return Path(out) if out else None
@@ -154,13 +161,17 @@ class KwokCluster:
 
     def wait_ready(self, names: Iterable[str], timeout: float = 60.0) -> None:
         wanted = set(names)
-        wait_until(lambda: wanted <= ready_nodes(self._client()), timeout, lambda: f"nodes {sorted(wanted)} to be ready", 0.2)
+        wait_until(
+            lambda: wanted <= ready_nodes(self._client()), timeout, lambda: f"nodes {sorted(wanted)} to be ready", 0.2
+        )
 
     def namespace(self, name: str) -> str:
         return ensure_namespace(self._client(), name)
 
     def jobs(self, ns: str) -> list[dict]:
-        return self._client().request("GET", f"/apis/batch/v1/namespaces/{ns}/jobs", query={"labelSelector": f"{MANAGED_BY}={MANAGER}"})["items"]
+        return self._client().request(
+            "GET", f"/apis/batch/v1/namespaces/{ns}/jobs", query={"labelSelector": f"{MANAGED_BY}={MANAGER}"}
+        )["items"]
 
     def pods(self, ns: str | None = None) -> list[dict]:
         path = f"/api/v1/namespaces/{ns}/pods" if ns else "/api/v1/pods"
@@ -205,7 +216,12 @@ def backend_config(cluster: KwokCluster, ns: str, **kw: Any) -> KubernetesConfig
 
 
 def make_service(
-    folder: Path, cluster: KwokCluster, ns: str, tenants: Iterable[Tenant] = (), backend: KubernetesBackend | None = None, **cfg: Any
+    folder: Path,
+    cluster: KwokCluster,
+    ns: str,
+    tenants: Iterable[Tenant] = (),
+    backend: KubernetesBackend | None = None,
+    **cfg: Any,
 ) -> Service:
     """The live service on namespace `ns` of the test cluster, in the pools POOLS, with a notebook sim.ipynb
     (parameter sim_duration); `cfg`: backend settings (see `backend_config`)."""

@@ -25,7 +25,10 @@ def postgres_bindir() -> Path | None:
         found = shutil.which(name)
         if found and Path(found).resolve().with_name("initdb").exists():
             return Path(found).resolve().parent
-    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(Path(p).parent.name) if Path(p).parent.name.isdigit() else 0)
+    candidates = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin"),
+        key=lambda p: int(Path(p).parent.name) if Path(p).parent.name.isdigit() else 0,
+    )
     for c in reversed(candidates):
         if (Path(c) / "initdb").exists() and (Path(c) / "pg_ctl").exists():
             return Path(c)
@@ -55,15 +58,45 @@ class PostgresServer:
             os.chown(self.base, pw.pw_uid, pw.pw_gid)
             self._run_as = {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": []}
         data = self.base / "data"
-        self._run([self.bindir / "initdb", "-D", data, "-A", "trust", "-U", self.superuser, "-E", "UTF8", "--locale=C", "--no-sync"])
+        self._run(
+            [
+                self.bindir / "initdb",
+                "-D",
+                data,
+                "-A",
+                "trust",
+                "-U",
+                self.superuser,
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ]
+        )
         options = f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-        self._run([self.bindir / "pg_ctl", "-D", data, "-o", options, "-l", self.base / "server.log", "-w", "-t", str(int(timeout)), "start"])
+        self._run(
+            [
+                self.bindir / "pg_ctl",
+                "-D",
+                data,
+                "-o",
+                options,
+                "-l",
+                self.base / "server.log",
+                "-w",
+                "-t",
+                str(int(timeout)),
+                "start",
+            ]
+        )
         return self
 
     def _run(self, cmd: Sequence[Any]) -> None:
         proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, cwd=self.base, **self._run_as)
         if proc.returncode != 0:
-            raise RuntimeError(f"{Path(str(cmd[0])).name} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}\n{self.log()}")
+            raise RuntimeError(
+                f"{Path(str(cmd[0])).name} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}\n{self.log()}"
+            )
 
     def log(self) -> str:
         try:
@@ -79,7 +112,9 @@ class PostgresServer:
         import psycopg
 
         name = name or f"gpusched_{uuid.uuid4().hex[:10]}"
-        with psycopg.connect(f"host=127.0.0.1 port={self.port} user={self.superuser} dbname=postgres", autocommit=True) as conn:
+        with psycopg.connect(
+            f"host=127.0.0.1 port={self.port} user={self.superuser} dbname=postgres", autocommit=True
+        ) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
@@ -89,7 +124,21 @@ class PostgresServer:
         data = self.base / "data"
         self._run([self.bindir / "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"])
         options = f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-        self._run([self.bindir / "pg_ctl", "-D", data, "-o", options, "-l", self.base / "server.log", "-w", "-t", str(int(timeout)), "start"])
+        self._run(
+            [
+                self.bindir / "pg_ctl",
+                "-D",
+                data,
+                "-o",
+                options,
+                "-l",
+                self.base / "server.log",
+                "-w",
+                "-t",
+                str(int(timeout)),
+                "start",
+            ]
+        )
 
     def stop(self) -> None:
         if self.bindir is not None and (self.base / "data" / "postmaster.pid").exists():

@@ -56,13 +56,20 @@ def wait_for(
 
 
 def wait_until(
-    check: Callable[[], T | None], timeout: float, what: What, interval: float = 0.1, *, step: Callable[[float], Any] | None = None
+    check: Callable[[], T | None],
+    timeout: float,
+    what: What,
+    interval: float = 0.1,
+    *,
+    step: Callable[[float], Any] | None = None,
 ) -> T:
     """`wait_for` where an error in `check` is a bug, not "not yet": it propagates at once."""
     return wait_for(check, timeout, what, interval, retry_on=(), step=step)
 
 
-async def wait_for_async(check: Callable[[], Awaitable[T | None]], timeout: float, what: What, interval: float = 0.1) -> T:
+async def wait_for_async(
+    check: Callable[[], Awaitable[T | None]], timeout: float, what: What, interval: float = 0.1
+) -> T:
     """`wait_until` for a coroutine `check`, sleeping without blocking the event loop (the server under test
     runs on it)."""
     deadline = time.monotonic() + timeout
