@@ -37,7 +37,10 @@ from pathlib import Path
 
 import aiohttp
 
-from jupyter_gpusched.hub.testing import Hub, PostgresServer, ServiceClient, notebook_json, wait_for
+from jupyter_gpusched.testing.hub import Hub, ServiceClient
+from jupyter_gpusched.testing.notebooks import notebook_json
+from jupyter_gpusched.testing.postgres import PostgresServer
+from jupyter_gpusched.testing.waits import wait_for
 
 
 def pct(values: list[float], q: float) -> float:

@@ -40,10 +40,19 @@ sys.path.insert(0, str(REPO))
 from jupyter_gpusched.backends.kubernetes import Api, KubeApiError, KubernetesBackend, KubernetesConfig  # noqa: E402
 from jupyter_gpusched.core import JobState, Pool  # noqa: E402
 from jupyter_gpusched.core.health import HealthConfig  # noqa: E402
-from jupyter_gpusched.service import Service, ServiceConfig  # noqa: E402
-from jupyter_gpusched.testing.kwok import fake_gpu_node  # noqa: E402
-
-SCRIPT = REPO / "scripts" / "k8s-testenv.sh"
+from jupyter_gpusched.service import Service  # noqa: E402
+from jupyter_gpusched.testing.kwok import (  # noqa: E402
+    SIM_IMAGE,
+    TESTENV,
+    add_node,
+    ensure_namespace,
+    ready_nodes,
+    simulate,
+    testenv_bindir,
+)
+from jupyter_gpusched.testing.notebooks import make_notebook  # noqa: E402
+from jupyter_gpusched.testing.service import service_in  # noqa: E402
+from jupyter_gpusched.testing.waits import wait_until  # noqa: E402
 
 
 def pct(values, q):
@@ -55,27 +64,12 @@ def pct(values, q):
     return values[lo] + (values[hi] - values[lo]) * (k - lo)
 
 
-def simulate(job, spec, params):
-    ann = job["spec"]["template"]["metadata"]["annotations"]
-    ann["gpusched.io/sim-duration"] = f"{float(params.get('sim_duration', 1.0)):.3f}s"
-
-
-def make_notebook(path: Path) -> None:
-    path.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-
-
 def create_nodes(api: Api, names_pools: list[tuple[str, str]], threads: int = 16) -> None:
     def one(item):
         name, pool = item
-        node = fake_gpu_node(name, pool, 8)
         for _ in range(20):
             try:
-                try:
-                    api.request("POST", "/api/v1/nodes", body=node)
-                except KubeApiError as exc:
-                    if exc.status != 409:
-                        raise
-                api.request("PATCH", f"/api/v1/nodes/{name}/status", body={"status": node["status"]}, content_type="application/merge-patch+json")
+                add_node(api, name, pool)
                 return
             except KubeApiError:
                 time.sleep(0.5)
@@ -92,46 +86,19 @@ def delete_nodes(api: Api, prefix: str) -> None:
 
 
 def wait_ready(api: Api, prefix: str, count: int, timeout: float = 600) -> float:
+    """Seconds until `count` nodes named `prefix`* are Ready."""
     t0 = time.monotonic()
-    while True:
-        items = api.request("GET", "/api/v1/nodes")["items"]
-        ready = sum(
-            1
-            for n in items
-            if n["metadata"]["name"].startswith(prefix)
-            and any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or ())
-            and not any(t["key"].startswith("node.kubernetes.io/") for t in (n.get("spec") or {}).get("taints") or ())
-        )
-        if ready >= count:
-            return time.monotonic() - t0
-        if time.monotonic() - t0 > timeout:
-            raise RuntimeError(f"only {ready}/{count} nodes ready")
-        time.sleep(1)
-
-
-def ensure_namespace(api: Api, ns: str) -> None:
-    try:
-        api.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    except KubeApiError as exc:
-        if exc.status != 409:
-            raise
-    for _ in range(300):
-        try:
-            api.request("GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")
-            return
-        except KubeApiError:
-            time.sleep(0.2)
+    wait_until(lambda: sum(n.startswith(prefix) for n in ready_nodes(api)) >= count, timeout, f"{count} {prefix}* nodes ready", 1)
+    return time.monotonic() - t0
 
 
 def make_service(work: Path, kubeconfig: str, ns: str, pools, tenants=(), workers: int = 8, tick: float = 0.5):
-    root = work / "root"
-    root.mkdir(parents=True, exist_ok=True)
-    make_notebook(root / "sim.ipynb")
+    make_notebook(work / "root" / "sim.ipynb", kernelspec=False)
     cfg = KubernetesConfig(
         kubeconfig=kubeconfig,
         namespace=ns,
         instance=ns,
-        image="registry.example/gpusched-sim:1",
+        image=SIM_IMAGE,
         workers=workers,
         heartbeat_interval=10.0,
         dry_run_on_submit=False,
@@ -140,17 +107,15 @@ def make_service(work: Path, kubeconfig: str, ns: str, pools, tenants=(), worker
     )
     backend = KubernetesBackend(cfg, pod_customizer=simulate)
     backend.wait_synced(60)
-    config = ServiceConfig(
-        db_url=f"sqlite:///{work / 'db.sqlite'}",
-        data_dir=work / "data",
-        root_dir=root,
+    return service_in(
+        work,
+        backend,
         pools=tuple(pools),
         tenants=tuple(tenants),
         tick_interval=tick,
         memory_check_interval=1e9,
         health=HealthConfig(heartbeat_timeout=600, start_timeout=3600),
     )
-    return Service(config, backend)
 
 
 # --- 1. scale ---------------------------------------------------------------------------------------------
@@ -370,12 +335,12 @@ def main(argv=None) -> int:
     started = False
     kubeconfig = args.kubeconfig
     if not kubeconfig:
-        subprocess.run(["bash", str(SCRIPT), "build"], check=True)
-        subprocess.run(["bash", str(SCRIPT), "start", str(cluster_dir)], check=True)
+        subprocess.run(["bash", str(TESTENV), "build"], check=True)
+        subprocess.run(["bash", str(TESTENV), "start", str(cluster_dir)], check=True)
         started = True
         kubeconfig = str(cluster_dir / "kubeconfig")
     api = Api(KubernetesConfig(kubeconfig=kubeconfig, request_timeout=30), pool_size=32)
-    out: dict = {"kubernetes": subprocess.run([str(Path(subprocess.run(["bash", str(SCRIPT), "bindir"], capture_output=True, text=True).stdout.strip()) / "kube-apiserver"), "--version"], capture_output=True, text=True).stdout.strip()}
+    out: dict = {"kubernetes": subprocess.run([str(testenv_bindir() / "kube-apiserver"), "--version"], capture_output=True, text=True).stdout.strip()}
     try:
         if not args.no_replay:
             out["replay"] = bench_replay(api, kubeconfig, args, work)
@@ -384,7 +349,7 @@ def main(argv=None) -> int:
     finally:
         api.close()
         if started:
-            subprocess.run(["bash", str(SCRIPT), "stop", str(cluster_dir)])
+            subprocess.run(["bash", str(TESTENV), "stop", str(cluster_dir)])
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
     return 0

@@ -17,8 +17,8 @@ from jupyter_gpusched.backends import BackendError, LaunchRequest, LocalBackend,
 from jupyter_gpusched.backends.base import validate_parameters
 from jupyter_gpusched.backends.local import max_runtime_message
 from jupyter_gpusched.core.model import NodeSpec
-
-from conftest import make_notebook
+from jupyter_gpusched.testing.notebooks import make_notebook
+from jupyter_gpusched.testing.waits import run_to_end, wait_until
 
 LINUX = sys.platform.startswith("linux")
 MALICIOUS = "'); import os; os.system('touch HACKED'); ('"
@@ -51,36 +51,9 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
-def wait_until(pred, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
-
-
 def wait_for_pid(path: Path, timeout: float = 30.0) -> int:
     """The pid a runner writes to `path` (e.g. job_dir/kernel_pid), once it is there."""
     return int(wait_until(lambda: path.exists() and path.read_text().strip(), timeout, f"{path.name} to be written"))
-
-
-def run_to_end(backend: LocalBackend, job_ids: set[str], timeout: float = 60.0) -> dict[str, list]:
-    """Poll until every job has a terminal update; return each job's updates in order."""
-    updates: dict[str, list] = {j: [] for j in job_ids}
-    pending = set(job_ids)
-    deadline = time.monotonic() + timeout
-    while pending:
-        for u in backend.poll():
-            updates.setdefault(u.job_id, []).append(u)
-            if u.kind in ("succeeded", "failed"):
-                pending.discard(u.job_id)
-        if time.monotonic() > deadline:
-            raise AssertionError(f"jobs {pending} did not finish in {timeout}s: {updates}")
-        time.sleep(0.1)
-    return updates
 
 
 def stream_text(nb) -> str:

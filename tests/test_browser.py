@@ -12,22 +12,17 @@ Needs /usr/bin/chromium (`bash scripts/ci-browser-deps.sh` installs it) and the 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
-import secrets
-import signal
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
-import requests
 
-from conftest import PROJECT_ROOT, make_notebook
+from jupyter_gpusched.testing.jupyter import Lab
+
+from conftest import PROJECT_ROOT
 
 CHROMIUM = Path(os.environ.get("GPUSCHED_CHROMIUM", "/usr/bin/chromium"))
 ARTIFACTS = PROJECT_ROOT / "test-artifacts"
@@ -53,109 +48,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 PANEL = "#gpusched-panel"
 FORM = "#gpusched-form"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Lab:
-    """A `jupyter lab` subprocess in a throwaway root, with its own settings and job store."""
-
-    def __init__(self, base: Path):
-        self.root = base / "root"
-        self.data = base / "gpusched-data"
-        self.log = base / "lab.log"
-        self.token = secrets.token_hex(16)
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/"
-        self.proc: subprocess.Popen | None = None
-        make_notebook(
-            self.root / "train.ipynb",
-            "import time\nfor step in range(3):\n    print(f'step {step} lr={lr}', flush=True)\n    time.sleep(seconds / 3)",
-            "print('trained with', lr)",
-            parameters="seconds = 3.0  # how long to train\nlr = 0.1",
-        )
-        make_notebook(self.root / "other.ipynb", "print('other', x)", parameters="x = 1")
-        make_notebook(self.root / "blocker.ipynb", "import time\ntime.sleep(seconds)", parameters="seconds = 6")
-        settings = base / "settings"
-        self._write(settings / "jupyter-gpusched" / "plugin.jupyterlab-settings", {"refreshInterval": 1})
-        # no "would you like news?" toast over the panel
-        self._write(
-            settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings",
-            {"fetchNews": "false", "checkForUpdates": False},
-        )
-        self.env = dict(
-            os.environ,
-            JUPYTERLAB_SETTINGS_DIR=str(settings),
-            JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
-            JUPYTER_RUNTIME_DIR=str(base / "runtime"),
-            JUPYTER_CONFIG_DIR=str(base / "config"),
-        )
-
-    @staticmethod
-    def _write(path: Path, data: dict) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data))
-
-    def start(self, timeout: float = 90.0) -> Lab:
-        args = [
-            sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={self.port}", "--ServerApp.ip=127.0.0.1",
-            f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
-            f"--GPUSched.data_dir={self.data}", "--GPUSched.local_gpus=2", "--GPUSched.tick_interval=0.2",
-            "--LabApp.expose_app_in_browser=True",
-        ]  # fmt: skip
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            args.append("--allow-root")
-        self.proc = subprocess.Popen(
-            args, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, env=self.env, start_new_session=True
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"jupyter lab exited early:\n{self.log_tail()}")
-            try:
-                r = self.api("GET", "cluster", timeout=2)
-                if r.status_code == 200:
-                    return self
-                if r.status_code == 404:
-                    raise AssertionError(f"jupyter-gpusched's server extension is not enabled:\n{self.log_tail()}")
-            except requests.ConnectionError:
-                pass
-            time.sleep(0.3)
-        raise AssertionError(f"jupyter lab did not come up in {timeout}s:\n{self.log_tail()}")
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-
-    def api(self, method: str, path: str, body: dict | None = None, timeout: float = 10) -> requests.Response:
-        return requests.request(
-            method,
-            f"{self.url}gpusched/api/{path}",
-            json=body,
-            headers={"Authorization": f"token {self.token}"},
-            timeout=timeout,
-        )
-
-    def wait_for_state(self, job_id: str, states: set[str], timeout: float = 90) -> dict:
-        deadline = time.monotonic() + timeout
-        while True:
-            job = self.api("GET", f"jobs/{job_id}").json()
-            if job["state"] in states or time.monotonic() > deadline:
-                assert job["state"] in states, f"job {job_id} is {job['state']}, wanted {states}: {job}"
-                return job
-            time.sleep(0.2)
-
-    def log_tail(self, n: int = 4000) -> str:
-        return self.log.read_text(errors="replace")[-n:] if self.log.exists() else ""
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,10 @@ import requests
 from jupyter_server.auth import IdentityProvider, User
 from nbclient import NotebookClient
 
-from conftest import PROJECT_ROOT, TRACES, make_notebook, new_live_server
+from jupyter_gpusched.testing.jupyter import new_live_server
+from jupyter_gpusched.testing.notebooks import make_notebook
+
+from conftest import PROJECT_ROOT, TRACES
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_notebook, new_live_server
+from jupyter_gpusched.testing.jupyter import LIVE_TOKEN as TOKEN
+from jupyter_gpusched.testing.jupyter import new_live_server
+from jupyter_gpusched.testing.notebooks import make_notebook
 
 pytestmark = pytest.mark.timeout(240)
-
-
-TOKEN = "live-test-token"
 
 
 def cli(port: int, *args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -39,11 +39,6 @@ def seed(service, days: float) -> None:
         db.execute(insert(UsageRow), rows)
 
 
-@pytest.fixture
-def service(jp_serverapp):
-    return jp_serverapp.web_app.settings["gpusched"].service
-
-
 async def test_fresh_server_falls_back_and_says_so(api):
     code, fc = await api("GET", "forecast", horizon="60")
     assert code == 200, fc

@@ -18,8 +18,7 @@ from test_openapi import check
 from jupyter_gpusched.server.app import GPUSched
 from jupyter_gpusched.service import prometheus
 from jupyter_gpusched.service.errors import UpstreamError
-
-from conftest import free_port
+from jupyter_gpusched.testing.net import free_port
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -17,7 +17,11 @@ import time
 import pytest
 import requests
 
-from jupyter_gpusched.hub.testing import Hub, PostgresServer, ServiceClient, Unavailable, notebook_json, wait_for
+from jupyter_gpusched.testing import Unavailable
+from jupyter_gpusched.testing.hub import Hub, ServiceClient
+from jupyter_gpusched.testing.notebooks import notebook_json
+from jupyter_gpusched.testing.postgres import PostgresServer
+from jupyter_gpusched.testing.waits import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -26,145 +26,22 @@ from jupyter_gpusched.backends.kubernetes import (
     A_JOB_ID,
     MANAGED_BY,
     MANAGER,
-    Api,
     KubernetesBackend,
-    KubernetesConfig,
     build_manifests,
     split_log_lines,
 )
 from jupyter_gpusched.backends.kubernetes import KubeApiError as ApiError
 from jupyter_gpusched.backends.kubernetes.watch import Relist as _Relist
 from jupyter_gpusched.backends.kubernetes.watch import Watcher as _Watcher
-from jupyter_gpusched.core import JobSpec, JobState, Pool, SpecError, Tenant
-from jupyter_gpusched.service import Service, ServiceConfig
+from jupyter_gpusched.core import JobSpec, JobState, SpecError, Tenant
+from jupyter_gpusched.service import Service
 from jupyter_gpusched.store import Store
-from jupyter_gpusched.testing.kwok import fake_gpu_node
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import make_notebook  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "scripts" / "k8s-testenv.sh"
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-NODES = (("od-1", "on-demand", False), ("od-2", "on-demand", False), ("spot-1", "spot", True))
-POOLS = (Pool("on-demand", price_per_gpu_hour=2.0), Pool("spot", spot=True, price_per_gpu_hour=0.7))
+from jupyter_gpusched.testing.kwok import NODES, backend_config, make_service, run_until, simulate
+from jupyter_gpusched.testing.kwok import KwokCluster as TestCluster
+from jupyter_gpusched.testing.kwok import control_plane_built as _built
+from jupyter_gpusched.testing.notebooks import make_notebook
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
-
-
-def _bindir() -> Path | None:
-    try:
-        out = subprocess.run(["bash", str(SCRIPT), "bindir"], capture_output=True, text=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return Path(out) if out else None
-
-
-def _built() -> bool:
-    d = _bindir()
-    return d is not None and all(os.access(d / b, os.X_OK) for b in BINARIES)
-
-
-def simulate(job: dict, spec: JobSpec, params) -> None:
-    """The kwok stages (deploy/kwok/stages.yaml) end a pod after this duration, failing it if asked."""
-    ann = job["spec"]["template"]["metadata"]["annotations"]
-    ann["gpusched.io/sim-duration"] = f"{float(params.get('sim_duration', 1.0))}s"
-    if params.get("sim_fail"):
-        ann["gpusched.io/sim-outcome"] = "fail"
-
-
-class TestCluster:
-    __test__ = False  # a helper, not a test class
-
-    def __init__(self, folder: Path):
-        self.dir = folder
-        self.kubeconfig = folder / "kubeconfig"
-        self.api: Api | None = None
-
-    def script(self, *args: str, timeout: float = 300) -> None:
-        subprocess.run(["bash", str(SCRIPT), *args, str(self.dir)], check=True, timeout=timeout)
-
-    def start(self) -> None:
-        self.script("start")
-        self.api = Api(KubernetesConfig(kubeconfig=str(self.kubeconfig)))
-
-    def add_node(self, name: str, pool: str, spot: bool = False, gpus: int = 8) -> None:
-        node = fake_gpu_node(name, pool, gpus, spot=spot)
-        try:
-            self.api.request("POST", "/api/v1/nodes", body=node)
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
-        # The API server keeps a created Node's status; make sure capacity is there before kwok takes it.
-        self.api.request("PATCH", f"/api/v1/nodes/{name}/status", body={"status": node["status"]}, content_type="application/merge-patch+json")
-
-    def delete_node(self, name: str) -> None:
-        self.api.request("DELETE", f"/api/v1/nodes/{name}")
-
-    def wait_ready(self, names, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            nodes = {n["metadata"]["name"]: n for n in self.api.request("GET", "/api/v1/nodes")["items"]}
-            ready = {
-                name
-                for name, n in nodes.items()
-                if any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or ())
-                and not any(t["key"].startswith("node.kubernetes.io/") for t in (n.get("spec") or {}).get("taints") or ())
-            }
-            if set(names) <= ready:
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"nodes not ready: {sorted(set(names) - ready)}")
-            time.sleep(0.2)
-
-    def namespace(self, name: str) -> str:
-        try:
-            self.api.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
-        # Pods need the namespace's default ServiceAccount. The controller manager creates it, but after the
-        # API-server outage test its namespace watch may sit in back-off for a while, so after a short wait we
-        # create it ourselves (as an admin could); this test file is not about that controller.
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                self.api.request("GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")
-                return name
-            except ApiError as exc:
-                if time.monotonic() > deadline:
-                    if exc.status != 404:
-                        raise
-                    break
-                time.sleep(0.2)
-        try:
-            self.api.request(
-                "POST",
-                f"/api/v1/namespaces/{name}/serviceaccounts",
-                body={"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}},
-            )
-        except ApiError as exc:
-            if exc.status != 409:  # the controller got there first
-                raise
-        return name
-
-    def jobs(self, ns: str) -> list[dict]:
-        return self.api.request("GET", f"/apis/batch/v1/namespaces/{ns}/jobs", query={"labelSelector": f"{MANAGED_BY}={MANAGER}"})["items"]
-
-    def pods(self, ns: str | None = None) -> list[dict]:
-        path = f"/api/v1/namespaces/{ns}/pods" if ns else "/api/v1/pods"
-        return self.api.request("GET", path, query={"labelSelector": f"{MANAGED_BY}={MANAGER}"})["items"]
-
-    def gpus_in_use(self) -> dict[str, int]:
-        """Per node: GPUs of pods that hold them (bound, not finished) — what the kubelet would be running."""
-        used: Counter[str] = Counter()
-        for p in self.pods():
-            node = (p.get("spec") or {}).get("nodeName")
-            if not node or (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-                continue
-            for c in p["spec"]["containers"]:
-                used[node] += int(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0))
-        return dict(used)
 
 
 @pytest.fixture(scope="module")
@@ -186,61 +63,6 @@ def cluster(tmp_path_factory):
         if c.api is not None:
             c.api.close()
         c.script("stop", timeout=120)
-
-
-def backend_config(cluster: TestCluster, ns: str, **kw) -> KubernetesConfig:
-    base = dict(
-        kubeconfig=str(cluster.kubeconfig),
-        namespace=ns,
-        instance=ns,
-        image="registry.example/gpusched-sim:1",
-        pool_label="gpusched.io/pool",
-        heartbeat_interval=1.0,
-        max_backoff=1.0,
-        request_timeout=5.0,
-        watch_timeout=60,
-    )
-    base.update(kw)
-    return KubernetesConfig(**base)
-
-
-def make_service(tmp_path: Path, cluster: TestCluster, ns: str, tenants=(), backend=None, **cfg) -> Service:
-    root = tmp_path / "root"
-    root.mkdir(parents=True, exist_ok=True)
-    make_notebook(root / "sim.ipynb", "print('simulated')", parameters="sim_duration = 1")
-    backend = backend or KubernetesBackend(backend_config(cluster, ns, **cfg), pod_customizer=simulate)
-    config = ServiceConfig(
-        db_url=f"sqlite:///{tmp_path / 'data' / 'db.sqlite'}",
-        data_dir=tmp_path / "data",
-        root_dir=root,
-        tenants=tuple(tenants),
-        pools=POOLS,
-        memory_check_interval=3600.0,
-    )
-    return Service(config, backend)
-
-
-def run_until(service: Service, predicate, timeout: float = 90.0, cluster: TestCluster | None = None, what: str = "") -> float:
-    """Tick the service until `predicate()`; with `cluster`, also check every second that no node runs more
-    GPUs than it has and that the core never hands out more than exist. Returns the longest tick (s)."""
-    deadline = time.monotonic() + timeout
-    next_check = 0.0
-    longest = 0.0
-    while not predicate():
-        if time.monotonic() > deadline:
-            states = Counter(j.state.value for j in service.scheduler.jobs.values())
-            raise AssertionError(f"timed out waiting for {what or predicate}: {dict(states)}")
-        t0 = time.monotonic()
-        service.tick()
-        longest = max(longest, time.monotonic() - t0)
-        c = service.scheduler.cluster
-        assert 0 <= c.free_gpus <= c.total_gpus
-        if cluster is not None and time.monotonic() >= next_check:
-            next_check = time.monotonic() + 1.0
-            for node, used in cluster.gpus_in_use().items():
-                assert used <= 8, f"{node} runs pods holding {used} GPUs"
-        time.sleep(0.05)
-    return longest
 
 
 def first_admitted(service: Service, job_id: str) -> float:

@@ -20,8 +20,7 @@ from jupyter_gpusched.backends.kubernetes import (
 )
 from jupyter_gpusched.core import JobSpec, Priority
 from jupyter_gpusched.testing.kwok import fake_gpu_node
-
-from conftest import make_notebook
+from jupyter_gpusched.testing.notebooks import make_notebook
 
 RFC1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")

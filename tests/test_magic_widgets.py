@@ -11,9 +11,8 @@ from ipywidgets.embed import embed_data
 from nbclient import NotebookClient
 
 from jupyter_gpusched.client import Client
+from jupyter_gpusched.testing.notebooks import make_notebook
 from jupyter_gpusched.widgets import ForecastChart, QueueView, SubmitForm
-
-from conftest import make_notebook
 
 pytestmark = pytest.mark.timeout(240)
 

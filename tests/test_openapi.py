@@ -13,8 +13,8 @@ from openapi_spec_validator import validate
 
 import jupyter_gpusched.server as server_pkg
 from jupyter_gpusched.server.routes import handlers
-
-from conftest import make_notebook, wait_for_state
+from jupyter_gpusched.testing.notebooks import make_notebook
+from jupyter_gpusched.testing.waits import wait_for_state
 
 SPEC = yaml.safe_load((Path(server_pkg.__file__).parent / "openapi.yaml").read_text())
 

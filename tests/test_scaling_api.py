@@ -13,8 +13,7 @@ from test_openapi import check
 
 from jupyter_gpusched.core.scaling import target_gpus
 from jupyter_gpusched.service.advisor import parse_scaling
-
-from conftest import make_notebook
+from jupyter_gpusched.testing.notebooks import make_notebook
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -28,11 +27,6 @@ def gpusched_config():
         "scaling": {"lead_minutes": 30, "cooldown_minutes": 60, "pools": {"local": {"min_nodes": 1, "max_nodes": 4}}},
         "pools": {"local": {"gpu_type": "virtual"}},
     }
-
-
-@pytest.fixture
-def service(jp_serverapp):
-    return jp_serverapp.web_app.settings["gpusched"].service
 
 
 async def test_demand_now_sizes_the_pool_and_it_does_not_shrink_within_the_cool_down(api, jp_fetch, jp_root_dir):

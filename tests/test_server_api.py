@@ -9,7 +9,8 @@ import os
 import nbformat
 import pytest
 
-from conftest import make_notebook, wait_for_state
+from jupyter_gpusched.testing.notebooks import make_notebook
+from jupyter_gpusched.testing.waits import wait_for_state
 
 pytestmark = pytest.mark.timeout(180)
 

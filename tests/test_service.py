@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -13,34 +12,11 @@ import pytest
 from jupyter_gpusched.backends.base import BackendError, LaunchRequest
 from jupyter_gpusched.backends.local import LocalBackend
 from jupyter_gpusched.core import JobState
-from jupyter_gpusched.core.health import HealthConfig
-from jupyter_gpusched.service import LaunchRefused, Service, ServiceConfig
-
-from conftest import make_notebook
+from jupyter_gpusched.service import LaunchRefused, Service
+from jupyter_gpusched.testing.notebooks import make_notebook
+from jupyter_gpusched.testing.service import make_service, run_until, service_in
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def make_service(tmp_path: Path, backend=None, **health) -> Service:
-    root = tmp_path / "root"
-    root.mkdir(exist_ok=True)
-    config = ServiceConfig(
-        db_url=f"sqlite:///{tmp_path / 'data' / 'db.sqlite'}",
-        data_dir=tmp_path / "data",
-        root_dir=root,
-        health=HealthConfig(**health) if health else HealthConfig(),
-        memory_check_interval=0.0,
-    )
-    return Service(config, backend or LocalBackend(virtual_gpus=2, heartbeat_interval=0.5))
-
-
-def run_until(service: Service, predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        service.tick()
-        time.sleep(0.1)
 
 
 def test_silent_runner_is_lost_then_retried_to_success(tmp_path):
@@ -145,12 +121,7 @@ class FlakyBackend(LocalBackend):
 
 
 def flaky_service(tmp_path: Path, backend: LocalBackend, **launch) -> Service:
-    root = tmp_path / "root"
-    root.mkdir(exist_ok=True)
-    config = ServiceConfig(
-        db_url=f"sqlite:///{tmp_path / 'data' / 'db.sqlite'}", data_dir=tmp_path / "data", root_dir=root, **launch
-    )
-    return Service(config, backend)
+    return service_in(tmp_path, backend, **launch)
 
 
 def test_a_failed_launch_puts_the_job_back_in_line_after_a_pause(tmp_path):

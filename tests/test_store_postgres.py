@@ -8,11 +8,11 @@ import dataclasses
 import pytest
 
 from jupyter_gpusched.core.model import Event, Job, JobSpec, JobState, Priority
-from jupyter_gpusched.hub.testing import PostgresServer, Unavailable
 from jupyter_gpusched.service import Service, ServiceConfig
 from jupyter_gpusched.store import Store
-
-from conftest import make_notebook
+from jupyter_gpusched.testing import Unavailable
+from jupyter_gpusched.testing.notebooks import make_notebook
+from jupyter_gpusched.testing.postgres import PostgresServer
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -1,28 +1,22 @@
-"""Throwaway real servers for the hub tests and the hub load benchmark.
+"""A real JupyterHub for the hub tests and the hub load benchmark.
 
-- `PostgresServer`: a private PostgreSQL cluster (Debian's ``postgresql`` binaries) in a
-  temporary folder, on a free port; `create_database()` gives each test its own database.
 - `Hub`: a real JupyterHub (DummyAuthenticator, SimpleLocalProcessSpawner,
   configurable-http-proxy) with the jupyter-gpusched service registered by `configure_hub`,
   and a small admin client for its REST API (users, groups, tokens, servers).
+- `ServiceClient`: the gpusched REST API as one user, with that user's token.
 
-Nothing here is used by the scheduler itself.
+The service's PostgreSQL store, where wanted, comes from `testing.postgres`.
 """
 
 from __future__ import annotations
 
-import glob
 import json
 import os
-import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,110 +25,9 @@ from typing import Any
 
 import requests
 
-
-class Unavailable(RuntimeError):
-    """A server binary this helper needs is not installed (the message says which and how to get it)."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(check, timeout: float, what: str, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            result = check()
-            if result:
-                return result
-        except Exception as exc:  # noqa: BLE001 - report the last failure on timeout
-            last = exc
-        time.sleep(interval)
-    raise TimeoutError(f"{what} not ready after {timeout}s" + (f" (last error: {last})" if last else ""))
-
-
-# --- PostgreSQL ------------------------------------------------------------------------------
-def postgres_bindir() -> Path | None:
-    """Folder of initdb / pg_ctl / postgres, or None."""
-    for name in ("pg_ctl",):
-        found = shutil.which(name)
-        if found and Path(found).resolve().with_name("initdb").exists():
-            return Path(found).resolve().parent
-    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(Path(p).parent.name) if Path(p).parent.name.isdigit() else 0)
-    for c in reversed(candidates):
-        if (Path(c) / "initdb").exists() and (Path(c) / "pg_ctl").exists():
-            return Path(c)
-    return None
-
-
-@dataclass
-class PostgresServer:
-    """A private PostgreSQL cluster. As root, it runs as the `postgres` system user."""
-
-    base: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="gpusched-pg-")))
-    port: int = field(default_factory=free_port)
-    superuser: str = "postgres"
-    bindir: Path | None = None
-    _run_as: dict = field(default_factory=dict)
-
-    def start(self, timeout: float = 60) -> PostgresServer:
-        self.bindir = self.bindir or postgres_bindir()
-        if self.bindir is None:
-            shutil.rmtree(self.base, ignore_errors=True)
-            raise Unavailable(
-                "PostgreSQL server binaries (initdb, pg_ctl) not found: install Debian's `postgresql` package "
-                "(bash scripts/ci-hub-deps.sh)"
-            )
-        if os.geteuid() == 0:  # postgres refuses to run as root
-            pw = pwd.getpwnam("postgres")
-            os.chown(self.base, pw.pw_uid, pw.pw_gid)
-            self._run_as = {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": []}
-        data = self.base / "data"
-        self._run([self.bindir / "initdb", "-D", data, "-A", "trust", "-U", self.superuser, "-E", "UTF8", "--locale=C", "--no-sync"])
-        options = f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-        self._run([self.bindir / "pg_ctl", "-D", data, "-o", options, "-l", self.base / "server.log", "-w", "-t", str(int(timeout)), "start"])
-        return self
-
-    def _run(self, cmd: Sequence[Any]) -> None:
-        proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, cwd=self.base, **self._run_as)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{Path(str(cmd[0])).name} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}\n{self.log()}")
-
-    def log(self) -> str:
-        try:
-            return (self.base / "server.log").read_text()[-3000:]
-        except OSError:
-            return ""
-
-    def url(self, database: str = "postgres") -> str:
-        return f"postgresql+psycopg://{self.superuser}@127.0.0.1:{self.port}/{database}"
-
-    def create_database(self, name: str | None = None) -> str:
-        """A new empty database; its SQLAlchemy URL."""
-        import psycopg
-
-        name = name or f"gpusched_{uuid.uuid4().hex[:10]}"
-        with psycopg.connect(f"host=127.0.0.1 port={self.port} user={self.superuser} dbname=postgres", autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        return self.url(name)
-
-    def restart(self, timeout: float = 60) -> None:
-        """Stop the server abruptly (as a crash would) and start it again on the same port."""
-        data = self.base / "data"
-        self._run([self.bindir / "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"])
-        options = f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-        self._run([self.bindir / "pg_ctl", "-D", data, "-o", options, "-l", self.base / "server.log", "-w", "-t", str(int(timeout)), "start"])
-
-    def stop(self) -> None:
-        if self.bindir is not None and (self.base / "data" / "postmaster.pid").exists():
-            try:
-                self._run([self.bindir / "pg_ctl", "-D", self.base / "data", "-m", "immediate", "-w", "stop"])
-            except RuntimeError:
-                pass
-        shutil.rmtree(self.base, ignore_errors=True)
+from . import Unavailable
+from .net import free_port
+from .waits import wait_for
 
 
 # --- JupyterHub --------------------------------------------------------------------------------
@@ -146,21 +39,6 @@ def proxy_command() -> str | None:
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     local = cache / "jupyter-gpusched" / "chp" / "node_modules" / ".bin" / "configurable-http-proxy"
     return str(local) if os.access(local, os.X_OK) else None
-
-
-def notebook_json(*sources: str) -> str:
-    """A small valid notebook with these code cells (python3 kernel)."""
-    cells = [
-        {"cell_type": "code", "metadata": {}, "source": src, "outputs": [], "execution_count": None, "id": f"c{i}"}
-        for i, src in enumerate(sources)
-    ]
-    nb = {
-        "nbformat": 4,
-        "nbformat_minor": 5,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "cells": cells,
-    }
-    return json.dumps(nb)
 
 
 @dataclass
@@ -218,7 +96,7 @@ class Hub:
         return self.base / "jupyter_gpusched_hub_config.py"
 
     def write_config(self) -> None:
-        from . import configure_hub  # noqa: F401 - imported by the generated config
+        from ..hub import configure_hub  # noqa: F401 - imported by the generated config
 
         chp = proxy_command()
         if chp is None:
@@ -310,6 +188,7 @@ class Hub:
         return self
 
     def _hub_up(self) -> bool:
+        assert self.proc is not None, "start() the hub first"
         if self.proc.poll() is not None:
             raise RuntimeError(f"jupyterhub exited ({self.proc.returncode})")
         return requests.get(f"{self.url}hub/api/", timeout=2).status_code == 200
@@ -412,7 +291,11 @@ class Hub:
     def stop_server(self, user: str, timeout: float = 60) -> None:
         r = self.api("DELETE", f"users/{user}/server")
         assert r.status_code in (202, 204), r.text
-        wait_for(lambda: "" not in self.api("GET", f"users/{user}").json().get("servers", {}), timeout, f"{user}'s server to stop")
+        wait_for(
+            lambda: "" not in self.api("GET", f"users/{user}").json().get("servers", {}),
+            timeout,
+            f"{user}'s server to stop",
+        )
 
 
 class ServiceClient:
