@@ -100,10 +100,17 @@ def main(argv: list[str] | None = None) -> int:
         results[vc] = evaluate(f)
         print(f"  {vc}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     timing = fit_timing(files[0])
-    doc: dict = {"series": {}, "summary": {}, "fit_timing_one_week": timing, "protocol": {
-        "target": "GPUs requested (running + pending), 10-minute means",
-        "train_days": TRAIN / 144, "refit_every_h": REFIT / 6, "horizons": {k: {"steps": h, "origin_every_steps": e} for k, (h, e) in HORIZONS.items()},
-    }}
+    doc: dict = {
+        "series": {},
+        "summary": {},
+        "fit_timing_one_week": timing,
+        "protocol": {
+            "target": "GPUs requested (running + pending), 10-minute means",
+            "train_days": TRAIN / 144,
+            "refit_every_h": REFIT / 6,
+            "horizons": {k: {"steps": h, "origin_every_steps": e} for k, (h, e) in HORIZONS.items()},
+        },
+    }
     for label in HORIZONS:
         rows = []
         per_model: dict[str, list[float]] = {m: [] for m in MODELS}
@@ -124,8 +131,16 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(
                 [vc]
                 + [_fmt(ms[m].mase) for m in MODELS]
-                + [_fmt(ms["prophet-ar"].smape, 1), _fmt(ms["seasonal-naive"].smape, 1), _fmt(ms["last-value"].smape, 1)]
-                + [_fmt(ms["prophet-ar"].raw_coverage, 2), _fmt(ms["prophet-ar"].coverage, 2), _fmt(ms["prophet-ar"].fit_s, 2)]
+                + [
+                    _fmt(ms["prophet-ar"].smape, 1),
+                    _fmt(ms["seasonal-naive"].smape, 1),
+                    _fmt(ms["last-value"].smape, 1),
+                ]
+                + [
+                    _fmt(ms["prophet-ar"].raw_coverage, 2),
+                    _fmt(ms["prophet-ar"].coverage, 2),
+                    _fmt(ms["prophet-ar"].fit_s, 2),
+                ]
             )
 
         def agg(fn, xs):
@@ -134,12 +149,26 @@ def main(argv: list[str] | None = None) -> int:
 
         raw_cov = [r[label].models["prophet-ar"].raw_coverage for r in results.values()]
         cal_cov = [r[label].models["prophet-ar"].coverage for r in results.values()]
-        rows.append(["mean"] + [_fmt(agg(statistics.fmean, per_model[m])) for m in MODELS] + [""] * 3
-                    + [_fmt(agg(statistics.fmean, raw_cov), 2), _fmt(agg(statistics.fmean, cal_cov), 2), ""])
+        rows.append(
+            ["mean"]
+            + [_fmt(agg(statistics.fmean, per_model[m])) for m in MODELS]
+            + [""] * 3
+            + [_fmt(agg(statistics.fmean, raw_cov), 2), _fmt(agg(statistics.fmean, cal_cov), 2), ""]
+        )
         rows.append(["median"] + [_fmt(agg(statistics.median, per_model[m])) for m in MODELS] + [""] * 6)
-        header = ["VC", *(f"MASE {m}" for m in MODELS), "sMAPE% p-ar", "sMAPE% s-naive", "sMAPE% last",
-                  "in 80% band (raw)", "(calibrated)", "fit s"]
-        print(f"\n### {label} ahead ({HORIZONS[label][0]} x 10 min; {origins} origins per series, 14-day fits refitted daily)\n")
+        header = [
+            "VC",
+            *(f"MASE {m}" for m in MODELS),
+            "sMAPE% p-ar",
+            "sMAPE% s-naive",
+            "sMAPE% last",
+            "in 80% band (raw)",
+            "(calibrated)",
+            "fit s",
+        ]
+        print(
+            f"\n### {label} ahead ({HORIZONS[label][0]} x 10 min; {origins} origins per series, 14-day fits refitted daily)\n"
+        )
         print(_grid(header, rows))
         print(
             f"\nprophet-ar beats seasonal-naive on {wins_sn}/{comparable} series and last-value on {wins_lv}/{comparable}"

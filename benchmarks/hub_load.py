@@ -137,7 +137,11 @@ async def sequential_latency(user: LoadUser, n: int) -> dict:
         for i in range(n):
             await user.submit(session, f"p0-{user.name}-{i}", lambda: None)
     lat = user.latencies
-    return {"phase": "p0", "submissions": n, "latency_ms": {"p50": round(1000 * pct(lat, 0.5), 1), "p99": round(1000 * pct(lat, 0.99), 1)}}
+    return {
+        "phase": "p0",
+        "submissions": n,
+        "latency_ms": {"p50": round(1000 * pct(lat, 0.5), 1), "p99": round(1000 * pct(lat, 0.99), 1)},
+    }
 
 
 async def run_phase(hub: Hub, users: list[LoadUser], per_user: int, phase: str, kill_after: int | None) -> dict:
@@ -173,7 +177,9 @@ async def run_phase(hub: Hub, users: list[LoadUser], per_user: int, phase: str, 
                 killed.set()
             await restarter
         # verification: each user's stored jobs, by tag
-        stored = dict(zip([u.name for u in users], await asyncio.gather(*(u.tags(session) for u in users)), strict=True))
+        stored = dict(
+            zip([u.name for u in users], await asyncio.gather(*(u.tags(session) for u in users)), strict=True)
+        )
     lost, duplicated, wrong_count = [], [], []
     for u in users:
         tags = Counter(t for _, t in stored[u.name] if t and t.startswith(f"{phase}-"))
@@ -241,7 +247,9 @@ def main() -> int:
         admin = ServiceClient(hub.service_url, hub.token("admin"))
         code, blocker = admin.json("POST", "api/jobs", json={"notebook": "blocker.ipynb"})
         assert code == 201, blocker
-        wait_for(lambda: admin.json("GET", f"api/jobs/{blocker['id']}")[1]["state"] == "RUNNING", 120, "the blocker job")
+        wait_for(
+            lambda: admin.json("GET", f"api/jobs/{blocker['id']}")[1]["state"] == "RUNNING", 120, "the blocker job"
+        )
         users = [LoadUser(n, hub.token(n), hub.service_url) for n in names]
         pid = hub.service_proc.pid
         mem_before = rss_kib(pid)

@@ -80,7 +80,11 @@ def create_nodes(api: Api, names_pools: list[tuple[str, str]], threads: int = 16
 
 
 def delete_nodes(api: Api, prefix: str) -> None:
-    names = [n["metadata"]["name"] for n in api.request("GET", "/api/v1/nodes")["items"] if n["metadata"]["name"].startswith(prefix)]
+    names = [
+        n["metadata"]["name"]
+        for n in api.request("GET", "/api/v1/nodes")["items"]
+        if n["metadata"]["name"].startswith(prefix)
+    ]
     with ThreadPoolExecutor(16) as ex:
         list(ex.map(lambda n: api.request("DELETE", f"/api/v1/nodes/{n}"), names))
 
@@ -88,7 +92,12 @@ def delete_nodes(api: Api, prefix: str) -> None:
 def wait_ready(api: Api, prefix: str, count: int, timeout: float = 600) -> float:
     """Seconds until `count` nodes named `prefix`* are Ready."""
     t0 = time.monotonic()
-    wait_until(lambda: sum(n.startswith(prefix) for n in ready_nodes(api)) >= count, timeout, f"{count} {prefix}* nodes ready", 1)
+    wait_until(
+        lambda: sum(n.startswith(prefix) for n in ready_nodes(api)) >= count,
+        timeout,
+        f"{count} {prefix}* nodes ready",
+        1,
+    )
     return time.monotonic() - t0
 
 
@@ -166,7 +175,10 @@ def bench_scale(api: Api, kubeconfig: str, args, work: Path) -> dict:
     drain_s = time.monotonic() - t_start
     states = {s.value: sum(1 for j in jobs if j.state is s) for s in JobState if any(j.state is s for j in jobs)}
     lat_all = [j.first_started_at - j.submitted_at for j in jobs if j.first_started_at is not None]
-    lat_first = [j.first_started_at - j.submitted_at for j in jobs if j.first_started_at is not None and j.id in first_pass]
+    lat_first = [
+        j.first_started_at - j.submitted_at for j in jobs if j.first_started_at is not None and j.id in first_pass
+    ]
+
     # rates over 1-second buckets of the burst
     def peak_rate(col):
         best, series = 0.0, []
@@ -240,7 +252,16 @@ def bench_replay(api: Api, kubeconfig: str, args, work: Path) -> dict:
     pools = sc.pools_of("dynamic")
     tenants = sc.tenants_for("dynamic")
     # the simulator, on the same compressed jobs, without checkpoints (the kwok pods have none either)
-    sim = Simulation(jobs, pools, tenants, "dynamic", seed=sc.seed, config=sc.scheduler, checkpoint=CheckpointModel(), estimates="none")
+    sim = Simulation(
+        jobs,
+        pools,
+        tenants,
+        "dynamic",
+        seed=sc.seed,
+        config=sc.scheduler,
+        checkpoint=CheckpointModel(),
+        estimates="none",
+    )
     sres = sim.run()
     sim_jobs = {r.id: r for r in sres.jobs}
     # the real cluster: 3 nodes x 8 GPUs in pool `ondemand`
@@ -249,10 +270,15 @@ def bench_replay(api: Api, kubeconfig: str, args, work: Path) -> dict:
     node_names = [(f"replay-{i}", p.name) for p in pools for i, _ in enumerate(p.nodes)]
     create_nodes(api, node_names)
     wait_ready(api, "replay-", len(node_names))
-    service = make_service(work / "replay", kubeconfig, ns, [p.pool for p in pools], tenants=tenants, workers=4, tick=0.2)
+    service = make_service(
+        work / "replay", kubeconfig, ns, [p.pool for p in pools], tenants=tenants, workers=4, tick=0.2
+    )
     service.config.tick_interval = 0.2
-    print(f"[replay] {len(jobs)} jobs of seed-3x8's first {args.replay_hours} h, {sp:g}x faster "
-          f"({window_s / sp:.0f} s of arrivals) on {service.scheduler.cluster.total_gpus} GPUs", flush=True)
+    print(
+        f"[replay] {len(jobs)} jobs of seed-3x8's first {args.replay_hours} h, {sp:g}x faster "
+        f"({window_s / sp:.0f} s of arrivals) on {service.scheduler.cluster.total_gpus} GPUs",
+        flush=True,
+    )
     order = sorted(jobs, key=lambda j: j.trace.submit)
     t_begin = time.time()
     submitted = {}
@@ -262,9 +288,15 @@ def bench_replay(api: Api, kubeconfig: str, args, work: Path) -> dict:
         now = time.time() - t_begin
         while i < len(order) and order[i].trace.submit <= now:
             sj = order[i]
-            job = service.submit(notebook="sim.ipynb", owner="replay", tenant=sj.trace.tenant, gpus=sj.trace.gpus,
-                                 priority=sj.priority.label, preemptible=sj.preemptible,
-                                 parameters={"sim_duration": sj.trace.duration})
+            job = service.submit(
+                notebook="sim.ipynb",
+                owner="replay",
+                tenant=sj.trace.tenant,
+                gpus=sj.trace.gpus,
+                priority=sj.priority.label,
+                preemptible=sj.preemptible,
+                parameters={"sim_duration": sj.trace.duration},
+            )
             submitted[sj.trace.id] = job
             i += 1
         service.tick()
@@ -304,7 +336,10 @@ def bench_replay(api: Api, kubeconfig: str, args, work: Path) -> dict:
         "cluster": kube,
         "simulator": simu,
         "relative_difference": diff,
-        "preemptions": {"cluster": sum(j.preemptions for j in submitted.values()), "simulator": sum(r.preemptions for r in sim_jobs.values())},
+        "preemptions": {
+            "cluster": sum(j.preemptions for j in submitted.values()),
+            "simulator": sum(r.preemptions for r in sim_jobs.values()),
+        },
     }
     print(json.dumps(res, indent=2), flush=True)
     teardown(api, service, "replay-")
@@ -340,7 +375,11 @@ def main(argv=None) -> int:
         started = True
         kubeconfig = str(cluster_dir / "kubeconfig")
     api = Api(KubernetesConfig(kubeconfig=kubeconfig, request_timeout=30), pool_size=32)
-    out: dict = {"kubernetes": subprocess.run([str(testenv_bindir() / "kube-apiserver"), "--version"], capture_output=True, text=True).stdout.strip()}
+    out: dict = {
+        "kubernetes": subprocess.run(
+            [str(testenv_bindir() / "kube-apiserver"), "--version"], capture_output=True, text=True
+        ).stdout.strip()
+    }
     try:
         if not args.no_replay:
             out["replay"] = bench_replay(api, kubeconfig, args, work)

@@ -46,7 +46,13 @@ def prefill(data_dir: Path, n: int) -> None:
     now = time.time() - 86400
     jobs = []
     for i in range(n):
-        spec = JobSpec("done.ipynb", gpus=1 + i % 4, priority=Priority(i % 3), tenant="default", owner=os.environ.get("USER", "bench"))
+        spec = JobSpec(
+            "done.ipynb",
+            gpus=1 + i % 4,
+            priority=Priority(i % 3),
+            tenant="default",
+            owner=os.environ.get("USER", "bench"),
+        )
         job = Job(id=f"old{i:06d}", spec=spec, submitted_at=now + i, seq=i, state=JobState.SUCCEEDED)
         job.first_started_at = job.started_at = now + i + 1
         job.finished_at = now + i + 60
@@ -78,10 +84,22 @@ def main() -> int:
     base = f"http://127.0.0.1:{port}/gpusched/api"
     log = open(tmp / "server.log", "wb")
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root", f"--port={port}", "--ip=127.0.0.1",
-         f"--ServerApp.token={TOKEN}", f"--ServerApp.root_dir={root}", f"--GPUSched.data_dir={data}",
-         "--GPUSched.local_gpus=4"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            "--no-browser",
+            "--allow-root",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--ServerApp.token={TOKEN}",
+            f"--ServerApp.root_dir={root}",
+            f"--GPUSched.data_dir={data}",
+            "--GPUSched.local_gpus=4",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     http = requests.Session()
     http.headers["Authorization"] = f"token {TOKEN}"
@@ -136,7 +154,14 @@ def main() -> int:
     print(f"{'request':<52} {'n':>5} {'p50 ms':>8} {'p99 ms':>8}")
     for name, values in rows:
         print(f"{name:<52} {len(values):>5} {pct(values, 0.5) * 1e3:>8.1f} {pct(values, 0.99) * 1e3:>8.1f}")
-    print(json.dumps({name: {"p50_ms": pct(v, 0.5) * 1e3, "p99_ms": pct(v, 0.99) * 1e3, "mean_ms": statistics.mean(v) * 1e3} for name, v in rows}))
+    print(
+        json.dumps(
+            {
+                name: {"p50_ms": pct(v, 0.5) * 1e3, "p99_ms": pct(v, 0.99) * 1e3, "mean_ms": statistics.mean(v) * 1e3}
+                for name, v in rows
+            }
+        )
+    )
     return 0
 
 

@@ -115,14 +115,30 @@ class Recorder(ElasticPolicy):
 def run_variant(name: str, nodes: int, traces: Path, verbose: bool = True) -> dict:
     elastic = name in ("reactive", "forecast", "forecast+spot") or name.startswith("reactive+")
     headroom = float(name[len("reactive+") : -1]) / 100 if name.startswith("reactive+") else 0.0
-    od = {"name": "ondemand", "nodes": nodes, "gpus_per_node": NODE_GPUS, "price_per_gpu_hour": OD_PRICE, "provision_s": 300}
+    od = {
+        "name": "ondemand",
+        "nodes": nodes,
+        "gpus_per_node": NODE_GPUS,
+        "price_per_gpu_hour": OD_PRICE,
+        "provision_s": 300,
+    }
     if elastic:
         od.update(min_nodes=2, max_nodes=48)
     pools = [od]
     if name == "forecast+spot":
         pools.append(
-            {"name": "spot", "spot": True, "nodes": 0, "min_nodes": 0, "max_nodes": 48, "gpus_per_node": NODE_GPUS,
-             "provision_s": 300, "price_per_gpu_hour": SPOT_PRICE, "lifetime": SPOT_LIFETIME, "replace_after_s": 600}
+            {
+                "name": "spot",
+                "spot": True,
+                "nodes": 0,
+                "min_nodes": 0,
+                "max_nodes": 48,
+                "gpus_per_node": NODE_GPUS,
+                "provision_s": 300,
+                "price_per_gpu_hour": SPOT_PRICE,
+                "lifetime": SPOT_LIFETIME,
+                "replace_after_s": 600,
+            }
         )
     sc = scenario_from_dict(scenario(pools), traces=traces)
     sizing = [PoolSizing(p.name, p.node_gpus, p.min_nodes, p.max_nodes, p.spot) for p in sc.pools] if elastic else []
@@ -132,10 +148,24 @@ def run_variant(name: str, nodes: int, traces: Path, verbose: bool = True) -> di
         spot_share=0.5 if name == "forecast+spot" else 0.0,
         headroom=headroom,
     )
-    feed = DemandFeed(model="prophet-ar", horizon_s=6 * 3600, refit_s=6 * 3600, interval=0.8) if name.startswith("forecast") else None
-    policy = Recorder(make_policy("dynamic"), ElasticScaler(sizing, cfg), feed, interval_s=600.0, pools=[p.name for p in sc.pools])
+    feed = (
+        DemandFeed(model="prophet-ar", horizon_s=6 * 3600, refit_s=6 * 3600, interval=0.8)
+        if name.startswith("forecast")
+        else None
+    )
+    policy = Recorder(
+        make_policy("dynamic"), ElasticScaler(sizing, cfg), feed, interval_s=600.0, pools=[p.name for p in sc.pools]
+    )
     wall0 = time.perf_counter()
-    sim = Simulation(sc.jobs, sc.pools, sc.tenants_for("dynamic"), policy, seed=sc.seed, config=sc.scheduler, checkpoint=sc.checkpoint)
+    sim = Simulation(
+        sc.jobs,
+        sc.pools,
+        sc.tenants_for("dynamic"),
+        policy,
+        seed=sc.seed,
+        config=sc.scheduler,
+        checkpoint=sc.checkpoint,
+    )
     res = sim.run()
     wall = time.perf_counter() - wall0
     t0 = res.start
@@ -203,19 +233,51 @@ def main(argv: list[str] | None = None) -> int:
         f"\noffered load in the measured week: median {np.percentile(week, 50):.0f}, p90 {np.percentile(week, 90):.0f},"
         f" max {week.max():.0f} GPUs; mean {week.mean():.0f}\n"
     )
-    head = ["variant", "mean GPUs", "util", "cost/week $", "mean wait min", "p95 wait min", ">10 min wait", "scale decisions", "spot interrupts (run)"]
+    head = [
+        "variant",
+        "mean GPUs",
+        "util",
+        "cost/week $",
+        "mean wait min",
+        "p95 wait min",
+        ">10 min wait",
+        "scale decisions",
+        "spot interrupts (run)",
+    ]
     table = [
         [
-            r["variant"], fmt(r["mean_gpus"]), fmt(r["utilization"], 2), f"{r['cost_week_usd']:,.0f}", fmt(r["mean_wait_min"]),
-            fmt(r["p95_wait_min"]), fmt(r["share_waiting_over_10min"], 3), str(r["scale_decisions"]), str(r["interruptions"]),
+            r["variant"],
+            fmt(r["mean_gpus"]),
+            fmt(r["utilization"], 2),
+            f"{r['cost_week_usd']:,.0f}",
+            fmt(r["mean_wait_min"]),
+            fmt(r["p95_wait_min"]),
+            fmt(r["share_waiting_over_10min"], 3),
+            str(r["scale_decisions"]),
+            str(r["interruptions"]),
         ]
         for r in rows
     ]
     widths = [max(len(x) for x in col) for col in zip(head, *table, strict=True)]
     for line in [head, ["-" * w for w in widths], *table]:
-        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True))))
+        print(
+            "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True)))
+        )
     if args.json:
-        Path(args.json).write_text(json.dumps({"offered_load_week": {"median": float(np.percentile(week, 50)), "p90": float(np.percentile(week, 90)), "max": float(week.max())}, "variants": rows}, indent=2) + "\n")
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "offered_load_week": {
+                        "median": float(np.percentile(week, 50)),
+                        "p90": float(np.percentile(week, 90)),
+                        "max": float(week.max()),
+                    },
+                    "variants": rows,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 0
 
 

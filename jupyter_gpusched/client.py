@@ -46,7 +46,11 @@ def _hub_server() -> tuple[str, str, str | None] | None:
     """Inside a JupyterHub single-user server (a kernel or terminal there): its own URL, its
     Hub token and its root folder. The server forwards to the hub's scheduler service."""
     env = os.environ
-    prefix, bind, token = env.get("JUPYTERHUB_SERVICE_PREFIX"), env.get("JUPYTERHUB_SERVICE_URL"), env.get("JUPYTERHUB_API_TOKEN")
+    prefix, bind, token = (
+        env.get("JUPYTERHUB_SERVICE_PREFIX"),
+        env.get("JUPYTERHUB_SERVICE_URL"),
+        env.get("JUPYTERHUB_API_TOKEN"),
+    )
     if not (prefix and bind and token):
         return None
     parts = urlsplit(bind)
@@ -56,7 +60,9 @@ def _hub_server() -> tuple[str, str, str | None] | None:
     elif ":" in host:
         host = f"[{host}]"
     path = parts.path if parts.path.rstrip("/").endswith(prefix.rstrip("/")) else prefix  # older hubs: no prefix in it
-    url = urlunsplit((parts.scheme or "http", f"{host}:{parts.port}" if parts.port else host, path.rstrip("/") + "/", "", ""))
+    url = urlunsplit(
+        (parts.scheme or "http", f"{host}:{parts.port}" if parts.port else host, path.rstrip("/") + "/", "", "")
+    )
     root = env.get("JUPYTERHUB_ROOT_DIR")
     if not root:  # the server's own runtime file knows its root
         port = parts.port
@@ -89,7 +95,9 @@ def discover(url: str | None = None, token: str | None = None) -> tuple[str, str
 
 
 class Client:
-    def __init__(self, url: str | None = None, token: str | None = None, root_dir: str | None = None, timeout: float = 30.0):
+    def __init__(
+        self, url: str | None = None, token: str | None = None, root_dir: str | None = None, timeout: float = 30.0
+    ):
         found_url, found_token, found_root = discover(url, token)
         self.url = found_url
         self.root_dir = root_dir or found_root
@@ -114,7 +122,10 @@ class Client:
             if r.status_code in (401, 403) and not body.get("message"):
                 body["message"] = "not authorized: pass the server's token (--token or GPUSCHED_TOKEN)"
             raise GPUSchedError(
-                body.get("message") or f"HTTP {r.status_code} from {path}", r.status_code, body.get("error"), body.get("field")
+                body.get("message") or f"HTTP {r.status_code} from {path}",
+                r.status_code,
+                body.get("error"),
+                body.get("field"),
             )
         return r
 

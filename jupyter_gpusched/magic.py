@@ -130,7 +130,9 @@ class GPUSchedMagics(Magics):
         except GPUSchedError as exc:
             print(f"gpusched: {exc}", file=sys.stderr)
         except KeyboardInterrupt:
-            print("gpusched: interrupted (the job keeps its place; cancel it with %gpusched cancel ID)", file=sys.stderr)
+            print(
+                "gpusched: interrupted (the job keeps its place; cancel it with %gpusched cancel ID)", file=sys.stderr
+            )
 
     def _line(self, line: str) -> None:
         # the CLI's server commands; errors are reported in the cell instead of exiting
@@ -155,7 +157,9 @@ class GPUSchedMagics(Magics):
         except GPUSchedError:
             pass  # no executed notebook (e.g. cancelled before it ran)
         if job["state"] != "SUCCEEDED":
-            print(f"gpusched: job {job['id']} {job['state']}: {job.get('message') or job.get('reason')}", file=sys.stderr)
+            print(
+                f"gpusched: job {job['id']} {job['state']}: {job.get('message') or job.get('reason')}", file=sys.stderr
+            )
 
 
 def load_ipython_extension(ipython) -> None:

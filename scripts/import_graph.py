@@ -86,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         for dep in graph.find_modules_directly_imported_by(m):
             if part(m) != part(dep):
                 edges[part(m)].add(part(dep))
-    print("Layers (lowest first): core < store, backends, sim < service < server < hub < client, params < cli, magic, widgets")
+    print(
+        "Layers (lowest first): core < store, backends, sim < service < server < hub < client, params < cli, magic, widgets"
+    )
     print("(testing/ is test support; the package root only holds the entry points)\n")
     print("Imports between parts:")
     for src in sorted(edges):

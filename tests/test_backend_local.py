@@ -25,8 +25,6 @@ MALICIOUS = "'); import os; os.system('touch HACKED'); ('"
 MALICIOUS_2 = '"; import os; os.system("touch HACKED2") # \\" \n"""\'\'\' \\'
 
 
-
-
 def request(tmp_path: Path, job_id: str, notebook: Path, **kw) -> LaunchRequest:
     kw.setdefault("parameters", {})
     kw.setdefault("gpu_ids", (0,))

@@ -129,11 +129,17 @@ def widget_models(nb) -> list[dict]:
 def test_dashboard_runs_top_to_bottom_in_a_real_kernel(dash_server, monkeypatch):
     nb = nbformat.read(DASHBOARD, as_version=4)
     assert nb.metadata["gpusched"]["admin_only"] is True
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(dash_server.runtime))  # the kernel finds the server like a user's would
+    monkeypatch.setenv(
+        "JUPYTER_RUNTIME_DIR", str(dash_server.runtime)
+    )  # the kernel finds the server like a user's would
     for var in ("GPUSCHED_URL", "GPUSCHED_TOKEN", "VOILA_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     client = NotebookClient(
-        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(dash_server.root / "notebooks")}}, store_widget_state=True
+        nb,
+        timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(dash_server.root / "notebooks")}},
+        store_widget_state=True,
     )
     client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
@@ -151,7 +157,9 @@ def test_dashboard_runs_top_to_bottom_in_a_real_kernel(dash_server, monkeypatch)
     assert "queued" in html or "No alerts" in html or "alert" in html
     if dash_server.seeded:  # 8 days of real demand: Prophet, with a backtested skill
         fc = requests.get(
-            f"{dash_server.url}gpusched/api/forecast", headers={"Authorization": f"token {dash_server.token}"}, timeout=60
+            f"{dash_server.url}gpusched/api/forecast",
+            headers={"Authorization": f"token {dash_server.token}"},
+            timeout=60,
         ).json()
         assert fc["model"] == "prophet-ar" and fc["skill"] is not None, fc["note"]
 
@@ -173,10 +181,14 @@ def test_voila_renders_the_dashboard_for_an_admin(dash_server):
 
 def test_voila_refuses_the_dashboard_to_a_non_admin(dash_server):
     bob = {"Authorization": "token bob-token"}
-    assert requests.get(f"{dash_server.url}gpusched/api/cluster", headers=bob, timeout=30).status_code == 200  # bob is signed in
+    assert (
+        requests.get(f"{dash_server.url}gpusched/api/cluster", headers=bob, timeout=30).status_code == 200
+    )  # bob is signed in
     r = requests.get(f"{dash_server.url}voila/render/notebooks/dashboard.ipynb", headers=bob, timeout=60)
     assert r.status_code == 403
-    anonymous = requests.get(f"{dash_server.url}voila/render/notebooks/dashboard.ipynb", timeout=30, allow_redirects=False)
+    anonymous = requests.get(
+        f"{dash_server.url}voila/render/notebooks/dashboard.ipynb", timeout=30, allow_redirects=False
+    )
     assert anonymous.status_code in (302, 403)  # to the login page, never the dashboard
 
 
@@ -192,9 +204,13 @@ def test_the_dashboard_loads_in_chromium_without_console_errors(dash_server):
     errors: list[str] = []
     console: list[str] = []
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(chromium), args=["--headless", "--no-sandbox", "--disable-gpu"])
+        browser = pw.chromium.launch(
+            executable_path=str(chromium), args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 3600})  # the whole dashboard (Voila scrolls inside its own panel)
+            page = browser.new_page(
+                viewport={"width": 1400, "height": 3600}
+            )  # the whole dashboard (Voila scrolls inside its own panel)
             page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
@@ -203,7 +219,9 @@ def test_the_dashboard_loads_in_chromium_without_console_errors(dash_server):
             failed: list[str] = []
             page.on("requestfailed", lambda req: failed.append(req.url))
             page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
-            page.goto(f"{dash_server.url}voila/render/notebooks/dashboard.ipynb?token={dash_server.token}", timeout=180_000)
+            page.goto(
+                f"{dash_server.url}voila/render/notebooks/dashboard.ipynb?token={dash_server.token}", timeout=180_000
+            )
             # the widget manager has drawn the plots (matplotlib PNGs in ipywidgets Image views)
             page.wait_for_selector("img.widget-image", timeout=120_000)
             page.wait_for_timeout(1500)  # let late renders (and any late errors) land

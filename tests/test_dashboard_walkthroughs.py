@@ -32,5 +32,11 @@ def test_walkthrough_runs_top_to_bottom(name, live_server, monkeypatch):
     NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors, errors
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "stream")
+    text = "".join(
+        o.get("text", "")
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+        if o.output_type == "stream"
+    )
     assert "Traceback" not in text and "gpusched: " not in text.replace("gpusched: job", ""), text[-3000:]

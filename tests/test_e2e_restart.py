@@ -22,7 +22,11 @@ pytestmark = pytest.mark.timeout(240)
 def cli(port: int, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "jupyter_gpusched.cli", "--url", f"http://127.0.0.1:{port}/", "--token", TOKEN, *args],
-        capture_output=True, text=True, cwd=cwd, timeout=60, env=dict(os.environ, GPUSCHED_ROOT_DIR=str(cwd)),
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+        env=dict(os.environ, GPUSCHED_ROOT_DIR=str(cwd)),
     )
 
 
@@ -48,7 +52,9 @@ def wait_states(port: int, cwd: Path, want: dict[str, set[str]], timeout: float 
 def test_kill_and_restart_loses_nothing(tmp_path):
     server = new_live_server(tmp_path, "--GPUSched.local_gpus=1")
     root, data, port = server.root, server.data, server.port
-    make_notebook(root / "long.ipynb", "import time\nprint('long start', flush=True)\ntime.sleep(6)\nprint('long done')")
+    make_notebook(
+        root / "long.ipynb", "import time\nprint('long start', flush=True)\ntime.sleep(6)\nprint('long done')"
+    )
     make_notebook(root / "quick.ipynb", "print('quick', n)", parameters="n = 0")
     server.start()
     try:
@@ -79,12 +85,21 @@ def test_kill_and_restart_loses_nothing(tmp_path):
         assert status.returncode == 0
         assert "LOST" in status.stdout and "server stopped" in status.stdout
         events = json.loads(cli(port, "status", long_id, "--json", cwd=root).stdout)["events"]
-        assert [e["to"] for e in events] == ["QUEUED", "ADMITTED", "RUNNING", "LOST", "QUEUED", "ADMITTED", "RUNNING", "SUCCEEDED"]
+        assert [e["to"] for e in events] == [
+            "QUEUED",
+            "ADMITTED",
+            "RUNNING",
+            "LOST",
+            "QUEUED",
+            "ADMITTED",
+            "RUNNING",
+            "SUCCEEDED",
+        ]
 
         logs = cli(port, "logs", quick_ids[1], cwd=root)
         assert logs.returncode == 0
         out = cli(port, "output", quick_ids[1], "-o", str(tmp_path / "out.ipynb"), cwd=root)
-        assert out.returncode == 0 and "quick\", 2" not in out.stdout
+        assert out.returncode == 0 and 'quick", 2' not in out.stdout
         assert "quick 2" in (tmp_path / "out.ipynb").read_text()
 
         listing = cli(port, "list", cwd=root)
@@ -101,6 +116,8 @@ def test_kill_and_restart_loses_nothing(tmp_path):
 def test_cli_without_a_server_says_so(tmp_path):
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path))
     env.pop("GPUSCHED_URL", None)
-    out = subprocess.run([sys.executable, "-m", "jupyter_gpusched.cli", "list"], capture_output=True, text=True, env=env, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "jupyter_gpusched.cli", "list"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert out.returncode == 2
     assert out.stderr.startswith("error: no running Jupyter server found")

@@ -169,7 +169,9 @@ def test_calibrated_bands_cover_nearer_what_they_aim_for(vc6ye):
     """In-sample bands are too narrow out of sample; online conformal calibration (each origin
     scaled by the misses already seen) brings coverage near the aimed 80%."""
     s = F.Series(vc6ye.start, vc6ye.step_s, vc6ye.values[: 21 * 144])
-    bt = F.backtest(s, 6, ["prophet-ar", "seasonal-naive"], first_origin=14 * 144, every=6, train=14 * 144, refit_every=144)
+    bt = F.backtest(
+        s, 6, ["prophet-ar", "seasonal-naive"], first_origin=14 * 144, every=6, train=14 * 144, refit_every=144
+    )
     for name, m in bt.models.items():
         assert m.origins > 150
         assert abs(m.coverage - 0.8) < abs(m.raw_coverage - 0.8), (name, m)
@@ -196,7 +198,11 @@ def test_the_reported_band_is_the_calibrated_one(vc6ye):
 def vc_csv(tmp_path):
     if not EARTH.is_dir():
         pytest.skip(f"real series not found: {EARTH}")
-    df = pd.read_csv(EARTH / "vchbv_cluster_sequence_vc.csv.gz", usecols=["time", "running_gpu_num", "pending_gpu_num"], nrows=9 * 1440)
+    df = pd.read_csv(
+        EARTH / "vchbv_cluster_sequence_vc.csv.gz",
+        usecols=["time", "running_gpu_num", "pending_gpu_num"],
+        nrows=9 * 1440,
+    )
     df["gpus"] = df["running_gpu_num"] + df["pending_gpu_num"]
     path = tmp_path / "vchbv.csv"
     df[["time", "gpus"]].to_csv(path, index=False)
@@ -206,8 +212,21 @@ def vc_csv(tmp_path):
 def test_forecast_eval_cli_on_a_real_series(vc_csv, tmp_path, capsys):
     out = tmp_path / "skill.json"
     code = cli_main(
-        ["forecast-eval", "--series", str(vc_csv), "--time-col", "time", "--value-col", "gpus", "--horizon", "60",
-         "--origins", "3", "--json", str(out)]
+        [
+            "forecast-eval",
+            "--series",
+            str(vc_csv),
+            "--time-col",
+            "time",
+            "--value-col",
+            "gpus",
+            "--horizon",
+            "60",
+            "--origins",
+            "3",
+            "--json",
+            str(out),
+        ]
     )
     text = capsys.readouterr().out
     assert code == 0, text
@@ -227,16 +246,26 @@ def test_forecast_eval_cli_refuses_bad_input_clearly(vc_csv, tmp_path, capsys):
     assert "no column 'nope' (given as --value-col)" in capsys.readouterr().err
     assert forecast_eval_main([*base, "--value-col", "gpus", "--models", "magic"]) == 2
     assert "unknown model(s) magic" in capsys.readouterr().err
-    assert forecast_eval_main(["--series", str(tmp_path / "none.csv"), "--time-col", "t", "--value-col", "v", "--horizon", "1"]) == 2
+    assert (
+        forecast_eval_main(
+            ["--series", str(tmp_path / "none.csv"), "--time-col", "t", "--value-col", "v", "--horizon", "1"]
+        )
+        == 2
+    )
     assert "no such file" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
     bad.write_text("time,gpus\n2020-05-01 00:00:00,3\nyesterday,4\n")
-    assert forecast_eval_main(["--series", str(bad), "--time-col", "time", "--value-col", "gpus", "--horizon", "1"]) == 2
+    assert (
+        forecast_eval_main(["--series", str(bad), "--time-col", "time", "--value-col", "gpus", "--horizon", "1"]) == 2
+    )
     assert "line 3, column 'time': not a date-time" in capsys.readouterr().err
 
 
 # --- elastic scaling ---------------------------------------------------------------------------------------
-POOLS = [PoolSizing("ondemand", 8, min_nodes=1, max_nodes=10), PoolSizing("spot", 8, min_nodes=0, max_nodes=4, spot=True)]
+POOLS = [
+    PoolSizing("ondemand", 8, min_nodes=1, max_nodes=10),
+    PoolSizing("spot", 8, min_nodes=0, max_nodes=4, spot=True),
+]
 
 
 def test_target_looks_ahead_over_the_lead_time():
@@ -257,7 +286,9 @@ def test_plan_respects_bounds_split_and_cooldown():
     assert plan(0, 0, POOLS, {"ondemand": 1, "spot": 0}, cfg) == []  # min_nodes kept
     # shrinking waits for the cool-down after the last change; growing never waits
     assert plan(1000, 8, POOLS, {"ondemand": 4, "spot": 4}, cfg, {"ondemand": 0, "spot": 0}) == []
-    shrink = {x.pool: x.nodes for x in plan(4000, 8, POOLS, {"ondemand": 4, "spot": 4}, cfg, {"ondemand": 0, "spot": 0})}
+    shrink = {
+        x.pool: x.nodes for x in plan(4000, 8, POOLS, {"ondemand": 4, "spot": 4}, cfg, {"ondemand": 0, "spot": 0})
+    }
     assert shrink == {"ondemand": 1, "spot": 1}
     grow = plan(1000, 128, POOLS, {"ondemand": 4, "spot": 4}, cfg, {"ondemand": 900, "spot": 900})
     assert {x.pool: x.nodes for x in grow} == {"ondemand": 10}
@@ -292,7 +323,17 @@ def test_elastic_policy_in_the_simulator_brings_capacity_before_the_burst():
 
     jobs = [SimJob(TraceJob("warm", 0, 600, 1), Priority.NORMAL, False)]
     jobs += [SimJob(TraceJob(f"b{i}", 7200, 1800, 8), Priority.NORMAL, False) for i in range(3)]
-    pools = [PoolConfig("od", (NodeSpec("od-0", 8, "od"),), price_per_gpu_hour=3.0, provision_s=300, gpus_per_node=8, min_nodes=1, max_nodes=4)]
+    pools = [
+        PoolConfig(
+            "od",
+            (NodeSpec("od-0", 8, "od"),),
+            price_per_gpu_hour=3.0,
+            provision_s=300,
+            gpus_per_node=8,
+            min_nodes=1,
+            max_nodes=4,
+        )
+    ]
     scaler = ElasticScaler([PoolSizing("od", 8, 1, 4)], ScalingConfig(lead_s=1800, cooldown_s=600))
     policy = ElasticPolicy(make_policy("dynamic"), scaler, StubFeed())
     res = Simulation(jobs, pools, (), policy).run()

@@ -71,7 +71,9 @@ async def test_prophet_with_skill_on_real_history(api, service):
     assert again["values"] == fc["values"] and again["fitted_at"] == fc["fitted_at"]  # cached
 
     code, alloc = await api("GET", "forecast", horizon="1440", series="allocated", tenant="default")
-    assert code == 200 and alloc["series"] == "allocated" and alloc["tenant"] == "default" and len(alloc["values"]) == 144
+    assert (
+        code == 200 and alloc["series"] == "allocated" and alloc["tenant"] == "default" and len(alloc["values"]) == 144
+    )
 
 
 async def test_fits_run_off_the_event_loop_and_are_shared(api, service, jp_serverapp):
@@ -88,7 +90,12 @@ async def test_fits_run_off_the_event_loop_and_are_shared(api, service, jp_serve
 
 
 async def test_bad_input_is_refused_clearly(api):
-    for params, field in (({"horizon": "0"}, "horizon"), ({"horizon": "soon"}, "horizon"), ({"series": "used"}, "series"), ({"model": "magic"}, "model")):
+    for params, field in (
+        ({"horizon": "0"}, "horizon"),
+        ({"horizon": "soon"}, "horizon"),
+        ({"series": "used"}, "series"),
+        ({"model": "magic"}, "model"),
+    ):
         code, err = await api("GET", "forecast", **params)
         assert code == 400, (params, err)
         check(PATH, "GET", 400, err)

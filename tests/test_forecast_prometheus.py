@@ -220,7 +220,9 @@ async def test_bad_promql_is_502_with_prometheus_error(api, prom, jp_serverapp):
     check(PATH, "GET", 502, err)
     assert err["error"] == "prometheus_error" and "parse error" in err["message"] and prom.url in err["message"], err
     code, again = await api("GET", "forecast", series="gpu_busy")
-    assert code == 502 and jp_serverapp.web_app.settings["gpusched"].service.forecasts.cache.fits == 2  # failures are not cached
+    assert (
+        code == 502 and jp_serverapp.web_app.settings["gpusched"].service.forecasts.cache.fits == 2
+    )  # failures are not cached
 
 
 def test_a_url_that_is_not_prometheus_is_502(prom):

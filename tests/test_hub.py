@@ -101,7 +101,9 @@ def test_requests_without_a_valid_token_are_rejected(hub, tokens):
     for method, path in [("GET", "api/jobs"), ("GET", "api/cluster"), ("GET", "metrics"), ("POST", "api/jobs")]:
         code, body = anonymous.json(method, path, json={"notebook": "quick.ipynb"} if method == "POST" else None)
         assert code == 403 and set(body) == {"error", "message", "field"}, body
-        assert body["error"] == ("forbidden" if method == "POST" else "unauthenticated"), body  # POST: no XSRF token either
+        assert body["error"] == ("forbidden" if method == "POST" else "unauthenticated"), (
+            body
+        )  # POST: no XSRF token either
     code, body = ServiceClient(hub.service_url, "not-a-token").json("GET", "api/jobs")
     assert code == 403 and body["error"] == "unauthenticated"
     # a real token of a real user, but without access to this service
@@ -247,7 +249,9 @@ def test_browser_requests_need_the_xsrf_token(hub):
     assert s.get(f"{hub.service_url}gpusched/api/jobs").status_code == 200
     r = s.post(f"{hub.service_url}gpusched/api/jobs", json={"notebook": "quick.ipynb"})
     assert r.status_code == 403, r.text
-    r = s.post(f"{hub.service_url}gpusched/api/jobs", json={"notebook": "quick.ipynb"}, headers={"X-XSRFToken": "forged"})
+    r = s.post(
+        f"{hub.service_url}gpusched/api/jobs", json={"notebook": "quick.ipynb"}, headers={"X-XSRFToken": "forged"}
+    )
     assert r.status_code == 403, r.text
     r = s.post(f"{hub.service_url}gpusched/api/jobs", json={"notebook": "quick.ipynb"}, headers={"X-XSRFToken": xsrf})
     assert r.status_code == 201, r.text
@@ -291,7 +295,9 @@ def test_admin_dashboards_in_a_users_server_are_for_the_services_admins(hub, ser
     dora_server = hub.start_server("dora")
 
     def render(server: str, user: str) -> int | None:
-        r = requests.get(f"{server}voila/render/admin-board.ipynb", headers={"Authorization": f"token {tokens[user]}"}, timeout=120)
+        r = requests.get(
+            f"{server}voila/render/admin-board.ipynb", headers={"Authorization": f"token {tokens[user]}"}, timeout=120
+        )
         return None if r.status_code == 503 else r.status_code  # 503: the server has not heard from the service yet
 
     assert wait_for(lambda: render(servers["alice"], "alice"), 30, "alice's server to check with the service") == 403
@@ -320,7 +326,9 @@ def test_a_tenant_cannot_exceed_its_quota_through_two_servers(hub, servers, toke
     results = {}
 
     def go(user):
-        results[user] = ServiceClient(servers[user], tokens[user]).json("POST", "api/jobs", json={"notebook": "sleep.ipynb"})
+        results[user] = ServiceClient(servers[user], tokens[user]).json(
+            "POST", "api/jobs", json={"notebook": "sleep.ipynb"}
+        )
 
     threads = [threading.Thread(target=go, args=(u,)) for u in ("alice", "carol")]
     for t in threads:
@@ -330,7 +338,11 @@ def test_a_tenant_cannot_exceed_its_quota_through_two_servers(hub, servers, toke
     ids = {u: r[1]["id"] for u, r in results.items() if r[0] == 201}
     assert len(ids) == 2, results
     admin = as_user["admin"]
-    wait_for(lambda: any(admin.json("GET", f"api/jobs/{i}")[1]["state"] == "RUNNING" for i in ids.values()), 60, "one job running")
+    wait_for(
+        lambda: any(admin.json("GET", f"api/jobs/{i}")[1]["state"] == "RUNNING" for i in ids.values()),
+        60,
+        "one job running",
+    )
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline:  # a GPU stays free, yet the second vision job waits
         states = sorted(admin.json("GET", f"api/jobs/{i}")[1]["state"] for i in ids.values())

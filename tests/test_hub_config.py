@@ -18,7 +18,12 @@ def test_configure_hub_registers_the_service_and_its_scopes():
     assert url == "http://127.0.0.1:10123/services/gpusched/"
     [service] = c.JupyterHub.services
     assert service["name"] == "gpusched" and service["url"] == "http://127.0.0.1:10123"
-    assert service["command"][1:] == ["-m", "jupyter_gpusched.hub", "--config=/etc/gpusched.py", "--GPUSched.local_gpus=2"]
+    assert service["command"][1:] == [
+        "-m",
+        "jupyter_gpusched.hub",
+        "--config=/etc/gpusched.py",
+        "--GPUSched.local_gpus=2",
+    ]
     assert c.JupyterHub.load_roles == [{"name": "user", "scopes": ["self", "access:services!service=gpusched"]}]
     assert "access:services!service=gpusched" in c.Spawner.server_token_scopes
     assert "access:servers!server" in c.Spawner.server_token_scopes
@@ -60,7 +65,14 @@ def test_yaml_settings(tmp_path):
 def test_the_service_needs_a_hub(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
     proc = subprocess.run(
-        [sys.executable, "-m", "jupyter_gpusched.cli", "hub-service", f"--GPUSched.data_dir={tmp_path}", "--ServerApp.allow_root=True"],
+        [
+            sys.executable,
+            "-m",
+            "jupyter_gpusched.cli",
+            "hub-service",
+            f"--GPUSched.data_dir={tmp_path}",
+            "--ServerApp.allow_root=True",
+        ],
         capture_output=True,
         text=True,
         env=env,

@@ -91,14 +91,33 @@ def test_fifty_mixed_jobs_all_finish_high_priority_first(cluster, tmp_path):
     jobs = []
     # Lowest priority first, so the queue order alone would favour them.
     for i in range(22):
-        jobs.append(service.submit(notebook="sim.ipynb", owner="u", gpus=(1, 2, 4)[i % 3], priority="low",
-                                   preemptible=i % 2 == 0, parameters={"sim_duration": 1 + i % 3}))
+        jobs.append(
+            service.submit(
+                notebook="sim.ipynb",
+                owner="u",
+                gpus=(1, 2, 4)[i % 3],
+                priority="low",
+                preemptible=i % 2 == 0,
+                parameters={"sim_duration": 1 + i % 3},
+            )
+        )
     for i in range(20):
-        jobs.append(service.submit(notebook="sim.ipynb", owner="u", gpus=(1, 2, 4, 1)[i % 4], priority="normal",
-                                   preemptible=i % 3 == 0, parameters={"sim_duration": 1 + i % 2}))
+        jobs.append(
+            service.submit(
+                notebook="sim.ipynb",
+                owner="u",
+                gpus=(1, 2, 4, 1)[i % 4],
+                priority="normal",
+                preemptible=i % 3 == 0,
+                parameters={"sim_duration": 1 + i % 2},
+            )
+        )
     for i in range(8):  # 12 GPUs in all: they fit the on-demand pool together
-        jobs.append(service.submit(notebook="sim.ipynb", owner="u", gpus=(1, 2)[i % 2], priority="high",
-                                   parameters={"sim_duration": 2}))
+        jobs.append(
+            service.submit(
+                notebook="sim.ipynb", owner="u", gpus=(1, 2)[i % 2], priority="high", parameters={"sim_duration": 2}
+            )
+        )
     run_until(service, lambda: all(j.state.terminal for j in jobs), timeout=150, cluster=cluster, what="50 jobs")
     assert Counter(j.state for j in jobs) == {JobState.SUCCEEDED: 50}
     admitted = {j.id: first_admitted(service, j.id) for j in jobs}
@@ -109,8 +128,11 @@ def test_fifty_mixed_jobs_all_finish_high_priority_first(cluster, tmp_path):
     k8s_jobs = {j["metadata"]["annotations"][A_JOB_ID]: j for j in cluster.jobs(ns)}
     assert set(k8s_jobs) == {j.id for j in jobs}
     assert all(j["status"].get("succeeded") == 1 for j in k8s_jobs.values())
-    pods_ok = Counter(p["metadata"]["annotations"][A_JOB_ID] for p in cluster.pods(ns)
-                      if p["status"].get("phase") == "Succeeded" and not p["metadata"].get("deletionTimestamp"))
+    pods_ok = Counter(
+        p["metadata"]["annotations"][A_JOB_ID]
+        for p in cluster.pods(ns)
+        if p["status"].get("phase") == "Succeeded" and not p["metadata"].get("deletionTimestamp")
+    )
     assert all(pods_ok[j.id] == 1 for j in jobs)
     cleanup(service, cluster, ns)
 
@@ -119,15 +141,31 @@ def test_borrower_is_preempted_when_the_owner_needs_its_quota(cluster, tmp_path)
     ns = cluster.namespace("quota")
     tenants = (Tenant("research", quota=16), Tenant("interns", quota=8))
     service = make_service(tmp_path, cluster, ns, tenants=tenants)
-    interns = [service.submit(notebook="sim.ipynb", owner="i", tenant="interns", gpus=4, parameters={"sim_duration": 120})
-               for _ in range(4)]
+    interns = [
+        service.submit(notebook="sim.ipynb", owner="i", tenant="interns", gpus=4, parameters={"sim_duration": 120})
+        for _ in range(4)
+    ]
     # Non-preemptible jobs use only the 16 on-demand GPUs: 8 within the quota, 8 borrowed from research.
-    run_until(service, lambda: sum(j.state is JobState.RUNNING for j in interns) == 4, timeout=60, cluster=cluster, what="interns running")
+    run_until(
+        service,
+        lambda: sum(j.state is JobState.RUNNING for j in interns) == 4,
+        timeout=60,
+        cluster=cluster,
+        what="interns running",
+    )
     borrowed = {j.id for j in interns if j.borrowed}
     assert len(borrowed) == 2
-    research = [service.submit(notebook="sim.ipynb", owner="r", tenant="research", gpus=4, parameters={"sim_duration": 2})
-                for _ in range(2)]
-    run_until(service, lambda: all(j.state is JobState.SUCCEEDED for j in research), timeout=60, cluster=cluster, what="research jobs")
+    research = [
+        service.submit(notebook="sim.ipynb", owner="r", tenant="research", gpus=4, parameters={"sim_duration": 2})
+        for _ in range(2)
+    ]
+    run_until(
+        service,
+        lambda: all(j.state is JobState.SUCCEEDED for j in research),
+        timeout=60,
+        cluster=cluster,
+        what="research jobs",
+    )
     preempted = {j.id for j in interns if any(e.dst is JobState.PREEMPTED for e in service.store.events(j.id))}
     assert preempted == borrowed
     # Preemption is `suspend: true` on the borrower's Job: its pod went away, the Job stays.
@@ -136,14 +174,20 @@ def test_borrower_is_preempted_when_the_owner_needs_its_quota(cluster, tmp_path)
     # Cancel deletes the Jobs with propagation: Job, pods and ConfigMap all go.
     for j in interns:
         service.cancel(j.id, actor="test")
-    run_until(service, lambda: not any(j["metadata"]["annotations"][A_JOB_ID] in {x.id for x in interns} for j in cluster.jobs(ns)),
-              timeout=30, what="cancelled Jobs deleted")
+    run_until(
+        service,
+        lambda: not any(j["metadata"]["annotations"][A_JOB_ID] in {x.id for x in interns} for j in cluster.jobs(ns)),
+        timeout=30,
+        what="cancelled Jobs deleted",
+    )
     deadline = time.monotonic() + 60
     while any(p["metadata"]["annotations"][A_JOB_ID] in {x.id for x in interns} for p in cluster.pods(ns)):
         assert time.monotonic() < deadline, "pods of cancelled jobs remain"
         service.tick()
         time.sleep(0.2)
-    cms = cluster.api.request("GET", f"/api/v1/namespaces/{ns}/configmaps", query={"labelSelector": f"{MANAGED_BY}={MANAGER}"})["items"]
+    cms = cluster.api.request(
+        "GET", f"/api/v1/namespaces/{ns}/configmaps", query={"labelSelector": f"{MANAGED_BY}={MANAGER}"}
+    )["items"]
     assert not any(c["metadata"]["annotations"][A_JOB_ID] in {x.id for x in interns} for c in cms)
     cleanup(service, cluster, ns)
 
@@ -154,15 +198,25 @@ def test_jobs_on_a_deleted_spot_node_resume_elsewhere(cluster, tmp_path):
     cluster.wait_ready(["spot-2"])
     service = make_service(tmp_path, cluster, ns)
     assert "spot-2" in service.scheduler.cluster
-    jobs = [service.submit(notebook="sim.ipynb", owner="u", gpus=4, preemptible=True, parameters={"sim_duration": 8})
-            for _ in range(4)]
-    run_until(service, lambda: all(j.state is JobState.RUNNING for j in jobs), timeout=60, cluster=cluster, what="spot jobs running")
+    jobs = [
+        service.submit(notebook="sim.ipynb", owner="u", gpus=4, preemptible=True, parameters={"sim_duration": 8})
+        for _ in range(4)
+    ]
+    run_until(
+        service,
+        lambda: all(j.state is JobState.RUNNING for j in jobs),
+        timeout=60,
+        cluster=cluster,
+        what="spot jobs running",
+    )
     assert all(service.scheduler.cluster.pool_of(j.nodes[0]) == "spot" for j in jobs)  # cheap capacity first
     on_node = {j.id for j in jobs if j.nodes == ("spot-2",)}
     assert on_node
     cluster.delete_node("spot-2")  # the cloud took the spot instance back
     run_until(service, lambda: "spot-2" not in service.scheduler.cluster, timeout=30, what="node loss seen")
-    run_until(service, lambda: all(j.state.terminal for j in jobs), timeout=90, cluster=cluster, what="spot jobs finish")
+    run_until(
+        service, lambda: all(j.state.terminal for j in jobs), timeout=90, cluster=cluster, what="spot jobs finish"
+    )
     assert all(j.state is JobState.SUCCEEDED for j in jobs)
     for j in jobs:
         events = [e.dst for e in service.store.events(j.id)]
@@ -171,11 +225,21 @@ def test_jobs_on_a_deleted_spot_node_resume_elsewhere(cluster, tmp_path):
     # The resumed attempts really ran on other nodes.
     pods = cluster.pods(ns)
     # (kwok may still finish a pod it had timed before its node went: that pod was deleted, it does not count)
-    ran_on = {p["metadata"]["annotations"][A_JOB_ID]: p["spec"]["nodeName"] for p in pods
-              if p["status"].get("phase") == "Succeeded" and not p["metadata"].get("deletionTimestamp")}
+    ran_on = {
+        p["metadata"]["annotations"][A_JOB_ID]: p["spec"]["nodeName"]
+        for p in pods
+        if p["status"].get("phase") == "Succeeded" and not p["metadata"].get("deletionTimestamp")
+    }
     assert all(ran_on[j] != "spot-2" for j in on_node), [
-        (p["metadata"]["annotations"][A_JOB_ID], p["spec"]["nodeName"], p["status"].get("phase"), p["metadata"].get("deletionTimestamp"),
-         p["metadata"]["annotations"].get("gpusched.io/attempt")) for p in pods]
+        (
+            p["metadata"]["annotations"][A_JOB_ID],
+            p["spec"]["nodeName"],
+            p["status"].get("phase"),
+            p["metadata"].get("deletionTimestamp"),
+            p["metadata"]["annotations"].get("gpusched.io/attempt"),
+        )
+        for p in pods
+    ]
     cleanup(service, cluster, ns)
 
 
@@ -201,14 +265,28 @@ def test_an_evicted_pod_requeues_its_job(cluster, tmp_path):
 def test_service_killed_mid_run_reconciles_without_loss_or_duplicates(cluster, tmp_path):
     ns = cluster.namespace("restart")
     data = tmp_path / "svc"
-    args = [sys.executable, __file__, "serve", "--kubeconfig", str(cluster.kubeconfig), "--namespace", ns, "--dir", str(data)]
+    args = [
+        sys.executable,
+        __file__,
+        "serve",
+        "--kubeconfig",
+        str(cluster.kubeconfig),
+        "--namespace",
+        ns,
+        "--dir",
+        str(data),
+    ]
     log1 = open(tmp_path / "serve1.log", "w")
     first = subprocess.Popen([*args, "--submit", "12"], stdout=log1, stderr=subprocess.STDOUT, start_new_session=True)
     store_url = f"sqlite:///{data / 'data' / 'db.sqlite'}"
     try:
         deadline = time.monotonic() + 90
         while True:  # wait until several run and one has finished
-            running = [p for p in cluster.pods(ns) if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
+            running = [
+                p
+                for p in cluster.pods(ns)
+                if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+            ]
             done = [p for p in cluster.pods(ns) if p["status"].get("phase") == "Succeeded"]
             if len(running) >= 3 and done:
                 break
@@ -225,7 +303,11 @@ def test_service_killed_mid_run_reconciles_without_loss_or_duplicates(cluster, t
     # While it is down: a Job of a running job vanishes, a stray Job appears, and running ones finish.
     victim = running[0]["metadata"]["annotations"][A_JOB_ID]
     victim_job = next(j for j in cluster.jobs(ns) if j["metadata"]["annotations"][A_JOB_ID] == victim)
-    cluster.api.request("DELETE", f"/apis/batch/v1/namespaces/{ns}/jobs/{victim_job['metadata']['name']}", query={"propagationPolicy": "Background"})
+    cluster.api.request(
+        "DELETE",
+        f"/apis/batch/v1/namespaces/{ns}/jobs/{victim_job['metadata']['name']}",
+        query={"propagationPolicy": "Background"},
+    )
     cfg = backend_config(cluster, ns)
     stray, _ = build_manifests("stray-job", JobSpec(notebook="x.ipynb"), "{}", {}, cfg)
     stray["spec"]["suspend"] = False
@@ -247,8 +329,11 @@ def test_service_killed_mid_run_reconciles_without_loss_or_duplicates(cluster, t
     k8s = Counter(j["metadata"]["annotations"][A_JOB_ID] for j in cluster.jobs(ns))
     assert "stray-job" not in k8s  # a Job with no store row is deleted
     assert set(k8s) == set(ids) and all(n == 1 for n in k8s.values())  # one Job per job
-    succeeded = Counter(p["metadata"]["annotations"][A_JOB_ID] for p in cluster.pods(ns)
-                        if p["status"].get("phase") == "Succeeded" and not p["metadata"].get("deletionTimestamp"))
+    succeeded = Counter(
+        p["metadata"]["annotations"][A_JOB_ID]
+        for p in cluster.pods(ns)
+        if p["status"].get("phase") == "Succeeded" and not p["metadata"].get("deletionTimestamp")
+    )
     assert all(succeeded[i] == 1 for i in ids), succeeded  # none ran twice to completion
     KubernetesBackend(backend_config(cluster, ns), start=False).delete_all_jobs()
 
@@ -305,10 +390,15 @@ def test_bad_specs_come_back_as_the_api_servers_own_messages(cluster, tmp_path):
     assert "404" in err.value.message and 'namespaces "no-such-namespace" not found' in err.value.message
     assert not service.scheduler.jobs  # nothing was queued
     # 3. An operator setting the API server refuses (a bad quantity): reported when the Job is created too.
-    bad = KubernetesBackend(backend_config(cluster, ns, container_resources={"requests": {"cpu": "lots"}}), pod_customizer=simulate)
+    bad = KubernetesBackend(
+        backend_config(cluster, ns, container_resources={"requests": {"cpu": "lots"}}), pod_customizer=simulate
+    )
     with pytest.raises(SpecError) as err:
         make_service(tmp_path / "b", cluster, ns, backend=bad).submit(notebook="sim.ipynb", owner="u")
-    assert "rejected the Job (400 BadRequest)" in err.value.message and "quantities must match the regular expression" in err.value.message
+    assert (
+        "rejected the Job (400 BadRequest)" in err.value.message
+        and "quantities must match the regular expression" in err.value.message
+    )
     bad.api_up = False  # as if the API server had been unreachable at submit: the create itself is refused
     svc = make_service(tmp_path / "c", cluster, ns, backend=bad)
     job = svc.submit(notebook="sim.ipynb", owner="u")
@@ -322,9 +412,13 @@ def test_bad_specs_come_back_as_the_api_servers_own_messages(cluster, tmp_path):
 def test_failures_and_max_runtime_come_back_with_their_reasons(cluster, tmp_path):
     ns = cluster.namespace("failures")
     service = make_service(tmp_path, cluster, ns)
-    crash = service.submit(notebook="sim.ipynb", owner="u", max_retries=1, parameters={"sim_duration": 0.5, "sim_fail": True})
+    crash = service.submit(
+        notebook="sim.ipynb", owner="u", max_retries=1, parameters={"sim_duration": 0.5, "sim_fail": True}
+    )
     slow = service.submit(notebook="sim.ipynb", owner="u", max_runtime=2, parameters={"sim_duration": 60})
-    run_until(service, lambda: crash.state.terminal and slow.state.terminal, timeout=60, cluster=cluster, what="failures")
+    run_until(
+        service, lambda: crash.state.terminal and slow.state.terminal, timeout=60, cluster=cluster, what="failures"
+    )
     assert crash.state is JobState.FAILED and "BackoffLimitExceeded" in crash.reason and "exit code 1" in crash.reason
     pods = [p for p in cluster.pods(ns) if p["metadata"]["annotations"][A_JOB_ID] == crash.id]
     assert len(pods) == 1  # backoffLimit 0: a notebook that fails is not re-run, whatever its max_retries
@@ -348,8 +442,10 @@ def pod_log_texts(cluster: TestCluster) -> list[str]:
 
 
 def test_log_fetches_resume_after_the_last_line_copied():  # (no cluster needed)
-    log = (b"2026-12-03T01:40:26.000000001Z a\n2026-12-03T01:40:26.1Z b\n2026-12-03T01:40:26.1Z b\n"
-           b"2026-12-03T01:40:27Z c\n")
+    log = (
+        b"2026-12-03T01:40:26.000000001Z a\n2026-12-03T01:40:26.1Z b\n2026-12-03T01:40:26.1Z b\n"
+        b"2026-12-03T01:40:27Z c\n"
+    )
     lines, since, n, sec = split_log_lines(log, -1, 0, False)
     assert lines == [b"a", b"b", b"b", b"c"] and n == 1 and sec == len(b"2026-12-03T01:40:27Z c\n")
     assert split_log_lines(log, since, n, False, sec)[0] == []  # the same fetch again: nothing new
@@ -369,7 +465,9 @@ def test_pod_logs_are_copied_into_the_job_log_once_each(cluster, tmp_path):
     run_until(service, lambda: job.state is JobState.RUNNING, timeout=30, what="running")
     path = service.log_file(job.id)
     seeded = pod_log_texts(cluster)
-    run_until(service, lambda: path.is_file() and seeded[-1] in path.read_text(), timeout=15, what="the pod's first lines")
+    run_until(
+        service, lambda: path.is_file() and seeded[-1] in path.read_text(), timeout=15, what="the pod's first lines"
+    )
     # The panel follows the log with GET .../log?offset=N; read it the way that handler does, while lines arrive.
     followed, offset = b"", 0
 
@@ -411,16 +509,25 @@ def test_pod_logs_are_copied_into_the_job_log_once_each(cluster, tmp_path):
     run_until(service, lambda: job2.state is JobState.RUNNING, timeout=30, what="job 2 running")
     path2 = service.log_file(job2.id)
     everything = pod_log_texts(cluster)
-    run_until(service, lambda: path2.is_file() and everything[-1] in path2.read_text(), timeout=15, what="job 2's lines")
-    (pod,) = [p for p in cluster.pods(ns) if p["status"].get("phase") == "Running"
-              and p["metadata"]["annotations"][A_JOB_ID] == job2.id]
+    run_until(
+        service, lambda: path2.is_file() and everything[-1] in path2.read_text(), timeout=15, what="job 2's lines"
+    )
+    (pod,) = [
+        p
+        for p in cluster.pods(ns)
+        if p["status"].get("phase") == "Running" and p["metadata"]["annotations"][A_JOB_ID] == job2.id
+    ]
     name = pod["metadata"]["name"]
     eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
     cluster.api.request("POST", f"/api/v1/namespaces/{ns}/pods/{name}/eviction", body=eviction)
     run_until(service, lambda: job2.state.terminal, timeout=60, what="requeued job finishes")
     assert job2.state is JobState.SUCCEEDED
-    run_until(service, lambda: any(everything[-1] in part for part in path2.read_text().split("----- attempt 2")[1:]),
-              timeout=15, what="the second pod's lines")
+    run_until(
+        service,
+        lambda: any(everything[-1] in part for part in path2.read_text().split("----- attempt 2")[1:]),
+        timeout=15,
+        what="the second pod's lines",
+    )
     time.sleep(1.5)
     lines = path2.read_text().splitlines()
     h1, h2 = [i for i, x in enumerate(lines) if "----- attempt" in x]
@@ -436,14 +543,20 @@ def test_pools_take_their_gpu_type_from_gpu_feature_discovery_labels(cluster, tm
     """Nodes labelled nvidia.com/gpu.product give their pool a GPU type (the lab form offers it);
     a pool whose nodes disagree gets none."""
     ns = cluster.namespace("gputype")
-    nodes = {"gfd-a100-1": ("a100", "NVIDIA-A100-SXM4-80GB"), "gfd-a100-2": ("a100", "NVIDIA-A100-SXM4-80GB"),
-             "gfd-mix-1": ("mixed", "NVIDIA-A100-SXM4-80GB"), "gfd-mix-2": ("mixed", "NVIDIA-H100-80GB-HBM3")}
+    nodes = {
+        "gfd-a100-1": ("a100", "NVIDIA-A100-SXM4-80GB"),
+        "gfd-a100-2": ("a100", "NVIDIA-A100-SXM4-80GB"),
+        "gfd-mix-1": ("mixed", "NVIDIA-A100-SXM4-80GB"),
+        "gfd-mix-2": ("mixed", "NVIDIA-H100-80GB-HBM3"),
+    }
     backend = None
     try:
         for name, (pool, product) in nodes.items():
             cluster.add_node(name, pool)
             patch = {"metadata": {"labels": {"nvidia.com/gpu.product": product}}}
-            cluster.api.request("PATCH", f"/api/v1/nodes/{name}", body=patch, content_type="application/merge-patch+json")
+            cluster.api.request(
+                "PATCH", f"/api/v1/nodes/{name}", body=patch, content_type="application/merge-patch+json"
+            )
         cluster.wait_ready(list(nodes))
         backend = KubernetesBackend(backend_config(cluster, ns))
         deadline = time.monotonic() + 30
@@ -466,10 +579,16 @@ def test_printed_manifest_is_accepted_by_the_api_server(cluster, tmp_path):
     nb = make_notebook(tmp_path / "Odd name (1).ipynb", "print(1)")
     out = subprocess.run(
         [sys.executable, "-m", "jupyter_gpusched.cli", "manifest", str(nb), "--gpus", "2", "--job-id", "Weird/ID 1"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     for doc in yaml.safe_load_all(out):
-        path = "/apis/batch/v1/namespaces/default/jobs" if doc["kind"] == "Job" else "/api/v1/namespaces/default/configmaps"
+        path = (
+            "/apis/batch/v1/namespaces/default/jobs"
+            if doc["kind"] == "Job"
+            else "/api/v1/namespaces/default/configmaps"
+        )
         cluster.api.request("POST", path, body=doc, query={"dryRun": "All"})
 
 

@@ -76,7 +76,10 @@ def test_manifests_carry_spec_labels_limits_and_retries(tmp_path):
     c = pod["containers"][0]
     assert c["image"] == "img:1"
     assert c["resources"]["limits"] == {"nvidia.com/gpu": "4"}
-    assert c["command"][:2] == ["papermill", "/gpusched/input/notebook.ipynb"] and c["command"][-2:] == ["-k", "python3"]
+    assert c["command"][:2] == ["papermill", "/gpusched/input/notebook.ipynb"] and c["command"][-2:] == [
+        "-k",
+        "python3",
+    ]
     assert {"name": "input", "configMap": {"name": "gpusched-0a1b2c3d4e5f"}} in pod["volumes"]
     assert cm["data"]["parameters.json"] == '{"lr": 0.1}'
     assert js["template"]["metadata"]["labels"]["gpusched.io/job-id"] == "0a1b2c3d4e5f"
@@ -91,7 +94,9 @@ def test_admission_patch_places_and_unsuspends():
     tpl = spec["template"]
     assert tpl["metadata"]["annotations"]["gpusched.io/attempt"] == "2"
     assert tpl["spec"]["nodeSelector"] == {"gpusched.io/pool": "spot"}
-    terms = tpl["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    terms = tpl["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
     assert terms == [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-7"]}]}]
     assert tpl["spec"]["tolerations"] == [{"key": "gpusched.io/spot", "operator": "Exists"}]
     on_demand = placement_patch("node-1", "on-demand", False, 1, cfg)["spec"]["template"]["spec"]
@@ -108,9 +113,33 @@ def test_fake_node_has_gpus_and_spot_taint():
 def test_manifest_command_prints_the_job_yaml(tmp_path):
     nb = make_notebook(tmp_path / "My Notebook (v2).ipynb", "print(1)")
     out = subprocess.run(
-        [sys.executable, "-m", "jupyter_gpusched.cli", "manifest", str(nb), "--gpus", "2", "-p", "epochs=3",
-         "--priority", "high", "--max-runtime", "600", "--namespace", "ml", "--image", "img:2", "--node", "n1", "--pool", "p"],
-        capture_output=True, text=True, check=True, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "jupyter_gpusched.cli",
+            "manifest",
+            str(nb),
+            "--gpus",
+            "2",
+            "-p",
+            "epochs=3",
+            "--priority",
+            "high",
+            "--max-runtime",
+            "600",
+            "--namespace",
+            "ml",
+            "--image",
+            "img:2",
+            "--node",
+            "n1",
+            "--pool",
+            "p",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
     ).stdout
     docs = [d for d in yaml.safe_load_all(out) if d]
     job, cm = docs
@@ -125,7 +154,8 @@ def test_manifest_command_prints_the_job_yaml(tmp_path):
 def test_manifest_command_reports_bad_input(tmp_path):
     r = subprocess.run(
         [sys.executable, "-m", "jupyter_gpusched.cli", "manifest", str(tmp_path / "missing.ipynb")],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
 
@@ -135,8 +165,21 @@ def test_manifest_command_reads_the_servers_k8s_settings(tmp_path):
     cfg = tmp_path / "jupyter_server_config.py"
     cfg.write_text('c.GPUSched.k8s_tenant_namespaces = {"vision": "team-vision"}\nc.GPUSched.k8s_image = "reg/img:7"\n')
     out = subprocess.run(
-        [sys.executable, "-m", "jupyter_gpusched.cli", "manifest", str(nb), "--config", str(cfg), "--tenant", "vision", "--no-configmap"],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "jupyter_gpusched.cli",
+            "manifest",
+            str(nb),
+            "--config",
+            str(cfg),
+            "--tenant",
+            "vision",
+            "--no-configmap",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     (job,) = [d for d in yaml.safe_load_all(out) if d]
     assert job["metadata"]["namespace"] == "team-vision"
@@ -194,7 +237,9 @@ def test_the_old_gpusched_k8s_settings_fill_in_what_kubernetesbackend_leaves_uns
     warnings = []
     app.log.warning = lambda fmt, *args: warnings.append(fmt % args)
     cfg = KubernetesBackend(config=app.apply_backend_shortcuts(), start=False).cfg
-    assert cfg.namespace == "new" and cfg.image == "reg/img:1" and cfg.pools == ("a100",) and cfg.spot_pools == ("spot",)
+    assert (
+        cfg.namespace == "new" and cfg.image == "reg/img:1" and cfg.pools == ("a100",) and cfg.spot_pools == ("spot",)
+    )
     assert sorted(warnings) == [
         "c.GPUSched.k8s_image is deprecated: use c.KubernetesBackend.image",
         "c.GPUSched.k8s_namespace is deprecated: use c.KubernetesBackend.namespace",
@@ -205,10 +250,14 @@ def test_the_old_gpusched_k8s_settings_fill_in_what_kubernetesbackend_leaves_uns
 def test_manifest_command_reads_c_kubernetesbackend(tmp_path):
     nb = make_notebook(tmp_path / "nb.ipynb", "print(1)")
     cfg = tmp_path / "jupyter_server_config.py"
-    cfg.write_text('c.KubernetesBackend.namespace = "gpu"\nc.GPUSched.k8s_namespace = "old"\nc.GPUSched.k8s_image = "reg/img:8"\n')
+    cfg.write_text(
+        'c.KubernetesBackend.namespace = "gpu"\nc.GPUSched.k8s_namespace = "old"\nc.GPUSched.k8s_image = "reg/img:8"\n'
+    )
     out = subprocess.run(
         [sys.executable, "-m", "jupyter_gpusched.cli", "manifest", str(nb), "--config", str(cfg), "--no-configmap"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     (job,) = [d for d in yaml.safe_load_all(out) if d]
     assert job["metadata"]["namespace"] == "gpu"  # the new name wins over the deprecated one
@@ -219,15 +268,20 @@ def test_manifest_command_reads_c_kubernetesbackend(tmp_path):
 def _tracked(attempt=1):
     from jupyter_gpusched.backends.kubernetes.state import Tracked
 
-    return Tracked("j1", "gpusched-j1", "ml", "run", node="n1", attempt=attempt, started_attempt=attempt, manifests=({}, {}))
+    return Tracked(
+        "j1", "gpusched-j1", "ml", "run", node="n1", attempt=attempt, started_attempt=attempt, manifests=({}, {})
+    )
 
 
 def _job(*conditions, attempt=1, deadline=None):
     spec = {"suspend": False, "template": {"metadata": {"annotations": {"gpusched.io/attempt": str(attempt)}}}}
     if deadline:
         spec["activeDeadlineSeconds"] = deadline
-    return {"metadata": {"name": "gpusched-j1", "namespace": "ml"}, "spec": spec,
-            "status": {"conditions": [{"type": t, "status": "True", "reason": r, "message": m} for t, r, m in conditions]}}
+    return {
+        "metadata": {"name": "gpusched-j1", "namespace": "ml"},
+        "spec": spec,
+        "status": {"conditions": [{"type": t, "status": "True", "reason": r, "message": m} for t, r, m in conditions]},
+    }
 
 
 def _pod(phase="Failed", exit_code=None, reason=None, disrupted=False, attempt=1):
@@ -238,8 +292,11 @@ def _pod(phase="Failed", exit_code=None, reason=None, disrupted=False, attempt=1
         status["reason"], status["message"] = reason, "the node said no"
     if disrupted:
         status["conditions"].append({"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"})
-    return {"metadata": {"name": "gpusched-j1-x", "annotations": {"gpusched.io/attempt": str(attempt)}},
-            "spec": {"nodeName": "n1"}, "status": status}
+    return {
+        "metadata": {"name": "gpusched-j1-x", "annotations": {"gpusched.io/attempt": str(attempt)}},
+        "spec": {"nodeName": "n1"},
+        "status": status,
+    }
 
 
 def _verdict(kj, *pods):
@@ -262,7 +319,10 @@ def test_a_pod_the_node_failed_without_a_container_error_loses_the_job():
 
 
 def test_max_runtime_fails_and_an_eviction_preempts():
-    v = _verdict(_job(("Failed", "DeadlineExceeded", "Job was active longer than specified deadline"), deadline=60), _pod(reason="DeadlineExceeded"))
+    v = _verdict(
+        _job(("Failed", "DeadlineExceeded", "Job was active longer than specified deadline"), deadline=60),
+        _pod(reason="DeadlineExceeded"),
+    )
     assert v.kind == "failed" and v.message == "max_runtime exceeded (60 s)"
     v = _verdict(_job(), _pod(phase="Running", disrupted=True))
     assert v.kind == "preempted" and "evicted" in v.message and v.want == "suspend"

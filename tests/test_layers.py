@@ -30,7 +30,9 @@ def test_the_layer_contract_holds():
 
 def test_no_import_cycle_between_modules():
     graph_mod = _load_import_graph()
-    graph = graph_mod.grimp.build_graph("jupyter_gpusched", include_external_packages=False, exclude_type_checking_imports=True)
+    graph = graph_mod.grimp.build_graph(
+        "jupyter_gpusched", include_external_packages=False, exclude_type_checking_imports=True
+    )
     assert graph_mod.module_cycles(graph) == []
 
 

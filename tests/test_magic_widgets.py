@@ -90,7 +90,10 @@ def test_magic_speaks_the_apis_fields_and_names_its_commands(live_server, monkey
     assert out[1] == f"%gpusched: unknown command 'frobnicate'; known commands: {known}"
     assert out[2] == f"%gpusched: name a command: {known} (%gpusched --help)"
     assert out[3] == "%gpusched: manifest runs from a terminal: jupyter gpusched manifest --help"
-    assert out[4] == "%gpusched submit: error: argument -p/--param: parameter name '2x' is not a valid Python identifier (in '2x=1')"
+    assert (
+        out[4]
+        == "%gpusched submit: error: argument -p/--param: parameter name '2x' is not a valid Python identifier (in '2x=1')"
+    )
     assert out[5] == "%gpusched: error: No closing quotation"
     job = json.loads(out[6])
     assert job["parameters"] == {"lr": 0.001, "day": "2024-01-01", "x": None, "sizes": [1, 2]}

@@ -118,7 +118,13 @@ BAD_SUBMITS = [
     ("not a notebook", {"notebook": "data.txt"}, 400, "invalid_value", "notebook"),
     ("corrupt notebook", {"notebook": "corrupt.ipynb"}, 400, "invalid_value", "notebook"),
     ("parameters not an object", {"notebook": "ok.ipynb", "parameters": [1]}, 400, "wrong_type", "parameters"),
-    ("parameter name not identifier", {"notebook": "ok.ipynb", "parameters": {"1x": 1}}, 400, "invalid_value", "parameters.1x"),
+    (
+        "parameter name not identifier",
+        {"notebook": "ok.ipynb", "parameters": {"1x": 1}},
+        400,
+        "invalid_value",
+        "parameters.1x",
+    ),
     ("negative max_runtime", {"notebook": "ok.ipynb", "max_runtime": -5}, 400, "invalid_value", "max_runtime"),
     ("max_runtime as text", {"notebook": "ok.ipynb", "max_runtime": "1h"}, 400, "wrong_type", "max_runtime"),
     ("preemptible as text", {"notebook": "ok.ipynb", "preemptible": "yes"}, 400, "wrong_type", "preemptible"),
@@ -166,7 +172,10 @@ async def test_bad_requests_get_json_errors(api, method, path, params, status, e
 
 
 async def test_log_offset_follows_a_running_job(api, jp_root_dir):
-    make_notebook(jp_root_dir / "talk.ipynb", "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.5)")
+    make_notebook(
+        jp_root_dir / "talk.ipynb",
+        "import time\nfor i in range(3):\n    print('tick', i, flush=True)\n    time.sleep(0.5)",
+    )
     code, job = await api("POST", "jobs", {"notebook": "talk.ipynb"})
     await wait_for_state(api, job["id"], {"SUCCEEDED"})
     code, full = await api("GET", f"jobs/{job['id']}/log")

@@ -69,7 +69,9 @@ def test_deprecated_k8s_settings_become_kubernetes_backend_settings_with_a_warni
 
 def test_nothing_is_deprecated_when_nothing_old_is_set(caplog):
     with caplog.at_level(logging.WARNING, logger="test_server_config"):
-        k8s = app(KubernetesBackend={"spot_pools": ["s"]}, GPUSched={"pools": {"p": {"spot": True}}}).backend_shortcuts()
+        k8s = app(
+            KubernetesBackend={"spot_pools": ["s"]}, GPUSched={"pools": {"p": {"spot": True}}}
+        ).backend_shortcuts()
     assert "spot_pools" not in k8s.KubernetesBackend and not caplog.records  # its own spot_pools win
 
 
@@ -90,5 +92,7 @@ def test_the_installed_extension_reads_its_hub_settings_from_c_gpusched(monkeypa
     assert point["app"] is HubAwareGPUSched and issubclass(HubAwareGPUSched, GPUSched)
     hub_aware = HubAwareGPUSched(config=Config({"GPUSched": {"hub_service_url": "http://svc/", "local_gpus": 3}}))
     assert hub_aware.forwards and hub_aware.local_gpus == 3
-    assert not HubAwareGPUSched(config=Config({"GPUSched": {"multi_user": True, "hub_service_url": "http://svc/"}})).forwards
+    assert not HubAwareGPUSched(
+        config=Config({"GPUSched": {"multi_user": True, "hub_service_url": "http://svc/"}})
+    ).forwards
     assert not HubAwareGPUSched().forwards

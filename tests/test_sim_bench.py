@@ -111,7 +111,11 @@ def test_bench_runs_a_builtin_scenario_by_name(capsys):
 def test_alibaba_window_reports_gpu_busy_and_statuses(tmp_path):
     sc = {
         "name": "alibaba-small",
-        "trace": {"format": "alibaba-2023", "path": "${traces}/alibaba_gpu_v2023/openb_pod_list_default.csv.gz", "limit": 400},
+        "trace": {
+            "format": "alibaba-2023",
+            "path": "${traces}/alibaba_gpu_v2023/openb_pod_list_default.csv.gz",
+            "limit": 400,
+        },
         "pools": [{"name": "od", "nodes": 4, "gpus_per_node": 8, "price_per_gpu_hour": 2.0}],
         "tenants": [{"name": n, "share": 1} for n in ("ls", "be", "burstable", "guaranteed")],
         "jobs": {"preemptible": "trace", "checkpoint": {"interval_s": 1800, "applies_to": "preemptible"}},
@@ -130,7 +134,10 @@ def test_alibaba_window_reports_gpu_busy_and_statuses(tmp_path):
 def test_user_csv_trace_scenario(tmp_path, capsys):
     (tmp_path / "mine.csv").write_text(
         "submit_time,duration,gpus,tenant,priority,preemptible\n"
-        + "".join(f"{i * 120},{600 + 300 * (i % 5)},{1 + i % 3},{'ab'[i % 2]},{['high', 'normal', 'low'][i % 3]},{i % 2 == 0}\n" for i in range(40))
+        + "".join(
+            f"{i * 120},{600 + 300 * (i % 5)},{1 + i % 3},{'ab'[i % 2]},{['high', 'normal', 'low'][i % 3]},{i % 2 == 0}\n"
+            for i in range(40)
+        )
     )
     (tmp_path / "mine.yaml").write_text(
         "trace: {format: csv, path: mine.csv}\n"
@@ -148,15 +155,31 @@ def test_user_csv_trace_scenario(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("patch", "field", "words"),
     [
-        ({"pools": [{"name": "od", "nodes": 2, "gpus_per_node": 4, "colour": "red"}]}, "pools[0].colour", "unknown field"),
-        ({"pools": [{"name": "od", "nodes": 2, "gpus_per_node": 4, "lifetime": {"mean_s": 60}}]}, "pools[0].lifetime", "only spot"),
-        ({"pools": [{"name": "s", "spot": True, "nodes": 1, "gpus_per_node": 4}]}, "pools[0].lifetime", "needs a lifetime"),
+        (
+            {"pools": [{"name": "od", "nodes": 2, "gpus_per_node": 4, "colour": "red"}]},
+            "pools[0].colour",
+            "unknown field",
+        ),
+        (
+            {"pools": [{"name": "od", "nodes": 2, "gpus_per_node": 4, "lifetime": {"mean_s": 60}}]},
+            "pools[0].lifetime",
+            "only spot",
+        ),
+        (
+            {"pools": [{"name": "s", "spot": True, "nodes": 1, "gpus_per_node": 4}]},
+            "pools[0].lifetime",
+            "needs a lifetime",
+        ),
         ({"pools": [{"name": "od", "nodes": 2}]}, "pools[0].gpus_per_node", "required"),
         ({"policies": ["static", "magic"]}, "policies[1]", "expected one of"),
         ({"tenants": [{"name": "a", "quota": 2, "share": 1}]}, "tenants[0]", "exactly one"),
         ({"jobs": {"checkpoint": {"interval_s": -5}}}, "jobs.checkpoint.interval_s", "above 0"),
         ({"trace": {"format": "csv", "path": "nope.csv"}}, "trace.path", "file not found"),
-        ({"trace": {"format": "csv", "path": "mine.csv", "window": {"start": "2024-01-01"}}}, "trace.window.start", "seconds"),
+        (
+            {"trace": {"format": "csv", "path": "mine.csv", "window": {"start": "2024-01-01"}}},
+            "trace.window.start",
+            "seconds",
+        ),
         ({"policy_options": {"spot-hybrid": {"safety": 3}}}, "policy_options.spot-hybrid", "between 0 and 1"),
     ],
 )
@@ -178,7 +201,9 @@ def test_unknown_scenario_and_policy(capsys, tmp_path):
     err = capsys.readouterr().err
     assert "unknown scenario" in err and "seed-3x8" in err  # names the built-in ones
     (tmp_path / "t.csv").write_text("submit_time,duration,gpus\n0,60,1\n")
-    (tmp_path / "s.yaml").write_text("trace: {format: csv, path: t.csv}\npools: [{name: od, nodes: 1, gpus_per_node: 2}]\n")
+    (tmp_path / "s.yaml").write_text(
+        "trace: {format: csv, path: t.csv}\npools: [{name: od, nodes: 1, gpus_per_node: 2}]\n"
+    )
     assert bench_main([str(tmp_path / "s.yaml"), "--policies", "dynamic,magic"]) == 2
     assert "unknown policy 'magic'" in capsys.readouterr().err
 
@@ -202,7 +227,23 @@ def test_seed_window_is_the_one_the_selection_rule_picks():
 def test_seed_override_redraws_priorities(tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     for seed, out in ((1, a), (2, b)):
-        assert bench_main(["seed-3x8", "--limit", "80", "--policies", "dynamic", "--seed", str(seed), "--json", str(out), "--no-progress"]) == 0
+        assert (
+            bench_main(
+                [
+                    "seed-3x8",
+                    "--limit",
+                    "80",
+                    "--policies",
+                    "dynamic",
+                    "--seed",
+                    str(seed),
+                    "--json",
+                    str(out),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
     ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
     assert ra["scenario"]["seed"] == 1 and rb["scenario"]["seed"] == 2
     assert ra["scenario"]["priorities"] != rb["scenario"]["priorities"]

@@ -20,7 +20,9 @@ ALL_POLICIES = ["static", "fifo", "priority", "dynamic", "spot-hybrid", "tiresia
 
 
 def pool(name="od", nodes=2, gpus=4, price=3.0, **kw) -> PoolConfig:
-    return PoolConfig(name, tuple(NodeSpec(f"{name}-{i}", gpus, name) for i in range(nodes)), price, gpus_per_node=gpus, **kw)
+    return PoolConfig(
+        name, tuple(NodeSpec(f"{name}-{i}", gpus, name) for i in range(nodes)), price, gpus_per_node=gpus, **kw
+    )
 
 
 def job(i, submit, duration, gpus=1, tenant="a", prio=Priority.NORMAL, pre=False, status="ok") -> SimJob:
@@ -141,7 +143,16 @@ def test_spot_hybrid_checkpoints_below_the_shortest_lifetime():
 
 def test_spot_hybrid_buys_spot_for_waiting_preemptible_work_and_gives_it_back():
     od = pool("od", nodes=1, gpus=4)
-    sp = PoolConfig("spot", (), 1.0, spot=True, lifetime=Lifetime("fixed", mean_s=10**7), gpus_per_node=4, max_nodes=2, provision_s=100)
+    sp = PoolConfig(
+        "spot",
+        (),
+        1.0,
+        spot=True,
+        lifetime=Lifetime("fixed", mean_s=10**7),
+        gpus_per_node=4,
+        max_nodes=2,
+        provision_s=100,
+    )
     jobs = [job(i, 0, 3600, gpus=4, tenant="a", pre=True) for i in range(3)]
     jobs.append(job(9, 10_000, 100, gpus=1, tenant="a"))  # keeps the run going past the grace
     policy = SpotHybridPolicy(idle_grace_s=300, node_gpus=4)
@@ -156,7 +167,16 @@ def test_spot_hybrid_buys_spot_for_waiting_preemptible_work_and_gives_it_back():
 
 def test_spot_hybrid_moves_preemptible_jobs_off_on_demand_for_those_that_need_it():
     od = pool("od", nodes=1, gpus=4)
-    sp = PoolConfig("spot", (), 1.0, spot=True, lifetime=Lifetime("fixed", mean_s=10**7), gpus_per_node=4, max_nodes=1, provision_s=50)
+    sp = PoolConfig(
+        "spot",
+        (),
+        1.0,
+        spot=True,
+        lifetime=Lifetime("fixed", mean_s=10**7),
+        gpus_per_node=4,
+        max_nodes=1,
+        provision_s=50,
+    )
     ck = CheckpointModel(interval_s=300, cost_s=5, restore_s=10)
     jobs = [job(0, 0, 5000, gpus=4, tenant="a", pre=True), job(1, 500, 1000, gpus=4, tenant="a", pre=False)]
     _, res = run(jobs, [od, sp], [Tenant("a", 8)], "spot-hybrid", checkpoint=ck)

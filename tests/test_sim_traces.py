@@ -131,7 +131,12 @@ def test_plain_csv_with_iso_times_and_only_required_columns(tmp_path):
         ("submit_time,duration,gpus,priority\n0,60,1,urgent\n", 2, "priority", "high, normal or low"),
         ("submit_time,duration,gpus,preemptible\n0,60,1,maybe\n", 2, "preemptible", "true or false"),
         ("submit_time,duration,gpus\n0,60,1\nyesterday,60,1\n", 3, "submit_time", "seconds like the rows above"),
-        ("submit_time,duration,gpus\n2024-01-01T00:00,60,1\n7,60,1\n", 3, "submit_time", "date-time like the rows above"),
+        (
+            "submit_time,duration,gpus\n2024-01-01T00:00,60,1\n7,60,1\n",
+            3,
+            "submit_time",
+            "date-time like the rows above",
+        ),
         ("submit_time,duration,gpus\nsoon,60,1\n", 2, "submit_time", "seconds or an ISO 8601"),
         ("submit_time,duration,gpus,job_id\n0,60,1,x\n1,60,1,x\n", 3, "job_id", "unique"),
         ("submit_time,duration,gpus,status\n0,60,1,lost\n", 2, "status", "ok, failed or cancelled"),
@@ -158,7 +163,10 @@ def test_missing_and_empty_files(tmp_path):
 
 
 def test_malformed_philly_row(tmp_path):
-    p = write(tmp_path, "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,11cb48\n2017-13-09 06:13:03,5,1,5,ab\n")
+    p = write(
+        tmp_path,
+        "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,11cb48\n2017-13-09 06:13:03,5,1,5,ab\n",
+    )
     with pytest.raises(TraceError) as err:
         load_philly(p)
     assert err.value.line == 3 and err.value.column == "timestamp" and "YYYY-MM-DD" in str(err.value)

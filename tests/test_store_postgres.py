@@ -75,7 +75,9 @@ def test_upsert_updates_in_place(store):
     store.record([job], [Event("j1", 1.0, None, JobState.QUEUED, "submitted", "alice")], {"j1": {"job_dir": "/d/j1"}})
     job.state, job.reason = JobState.CANCELLED, "cancelled by alice"
     job.finished_at = 5.0
-    store.record([job], [Event("j1", 5.0, JobState.QUEUED, JobState.CANCELLED, "cancelled by alice", "alice")], {"j1": {}})
+    store.record(
+        [job], [Event("j1", 5.0, JobState.QUEUED, JobState.CANCELLED, "cancelled by alice", "alice")], {"j1": {}}
+    )
     assert store.count_jobs() == 1
     [(loaded, info)] = store.load_jobs()
     assert loaded.state is JobState.CANCELLED and loaded.finished_at == 5.0 and info == {}
@@ -91,7 +93,9 @@ def test_upsert_updates_in_place(store):
 def test_events_keep_their_order(store):
     store.record([make_job("j1", 1)])
     path = [JobState.QUEUED, JobState.ADMITTED, JobState.RUNNING, JobState.PREEMPTED, JobState.QUEUED]
-    events = [Event("j1", float(i), path[i - 1] if i else None, s, f"step {i}", "scheduler") for i, s in enumerate(path)]
+    events = [
+        Event("j1", float(i), path[i - 1] if i else None, s, f"step {i}", "scheduler") for i, s in enumerate(path)
+    ]
     for e in events:  # one transaction each, as the service writes them
         store.record([], [e])
     assert store.events("j1") == events

@@ -15,7 +15,16 @@ from ..client import Client, GPUSchedError
 from .commands import SERVER_COMMANDS, TERMINAL, follow
 from .options import add_spec_options
 
-__all__ = ["OneLineErrorParser", "SELF_PARSING_COMMANDS", "SERVER_COMMANDS", "TERMINAL", "build_parser", "follow", "main", "run"]
+__all__ = [
+    "OneLineErrorParser",
+    "SELF_PARSING_COMMANDS",
+    "SERVER_COMMANDS",
+    "TERMINAL",
+    "build_parser",
+    "follow",
+    "main",
+    "run",
+]
 
 # Commands that parse their own arguments and run without a server: the terminal's, not the magic's.
 SELF_PARSING_COMMANDS = {
@@ -76,7 +85,9 @@ def build_parser(
     cl = sub.add_parser("cluster", help="nodes, GPUs and utilisation")
     cl.add_argument("--json", action="store_true")
 
-    f = sub.add_parser("forecast", help="GPU demand: recent history per tenant, and the forecast where the server has one")
+    f = sub.add_parser(
+        "forecast", help="GPU demand: recent history per tenant, and the forecast where the server has one"
+    )
     f.add_argument("--minutes", type=int, default=24 * 60, help="history window (default: a day)")
     f.add_argument("--json", action="store_true")
 
@@ -121,4 +132,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-

@@ -81,7 +81,10 @@ def _fmt(x: Any, digits: int = 3) -> str:
 
 def _grid(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))  # noqa: E731
+
+    def line(r: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
@@ -106,15 +109,25 @@ def _parser() -> argparse.ArgumentParser:
         description="Backtest the GPU-demand forecaster on a series (rolling origins): MASE and sMAPE of the "
         "forecaster against seasonal-naive and last-value baselines.",
     )
-    p.add_argument("--series", required=True, metavar="FILE.csv", help="CSV file (or .csv.gz) with a time and a value column")
+    p.add_argument(
+        "--series", required=True, metavar="FILE.csv", help="CSV file (or .csv.gz) with a time and a value column"
+    )
     p.add_argument("--time-col", required=True, metavar="COL", help="date-times, or seconds")
     p.add_argument("--value-col", required=True, metavar="COL", help="the demand (e.g. GPUs requested)")
     p.add_argument("--horizon", required=True, type=int, metavar="STEPS", help="how far ahead, in steps of the series")
     p.add_argument("--json", metavar="OUT.json", help="also write the figures as JSON")
-    p.add_argument("--step", type=float, metavar="SECONDS", help="evaluate on means over buckets of this many seconds "
-                   "(default: the series' step, or 600 if it is finer)")
-    p.add_argument("--origins", type=int, default=10, help="forecast origins, the most recent ones, one horizon apart (default 10)")
-    p.add_argument("--train-days", type=float, default=14.0, help="history each fit sees before its origin (default 14)")
+    p.add_argument(
+        "--step",
+        type=float,
+        metavar="SECONDS",
+        help="evaluate on means over buckets of this many seconds (default: the series' step, or 600 if it is finer)",
+    )
+    p.add_argument(
+        "--origins", type=int, default=10, help="forecast origins, the most recent ones, one horizon apart (default 10)"
+    )
+    p.add_argument(
+        "--train-days", type=float, default=14.0, help="history each fit sees before its origin (default 14)"
+    )
     p.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"comma-separated, from {', '.join(MODELS)}")
     return p
 
@@ -171,7 +184,10 @@ def _run(args: argparse.Namespace, out=None) -> int:
             "step_s": step,
             "horizon_steps": horizon,
             "origins": len(origins),
-            "models": {k: {kk: vv for kk, vv in m.to_dict().items() if kk in ("mase", "smape", "fit_s", "coverage")} for k, m in bt.models.items()},
+            "models": {
+                k: {kk: vv for kk, vv in m.to_dict().items() if kk in ("mase", "smape", "fit_s", "coverage")}
+                for k, m in bt.models.items()
+            },
             "notes": dict(bt.notes),
         }
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")

@@ -94,7 +94,11 @@ def config_from_files(path: str | None) -> KubernetesConfig:
         if path:
             files = [Path(path)]
         else:
-            files = [Path(d) / f"jupyter_server_config{ext}" for d in reversed(jupyter_config_path()) for ext in (".json", ".py")]
+            files = [
+                Path(d) / f"jupyter_server_config{ext}"
+                for d in reversed(jupyter_config_path())
+                for ext in (".json", ".py")
+            ]
         config = Config()
         for f in files:
             if f.is_file():

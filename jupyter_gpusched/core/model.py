@@ -27,9 +27,7 @@ class Priority(enum.IntEnum):
             try:
                 return cls[value.strip().upper()]
             except KeyError:
-                raise ValueError(
-                    f"unknown priority {value!r}; use one of high, normal, low"
-                ) from None
+                raise ValueError(f"unknown priority {value!r}; use one of high, normal, low") from None
         if isinstance(value, int) and not isinstance(value, bool) and value in cls._value2member_map_:
             return cls(value)
         raise ValueError(f"unknown priority {value!r}; use one of high, normal, low")

@@ -118,7 +118,9 @@ class Cluster:
         return 0 < gpus <= total
 
     # --- finding room ----------------------------------------------------------------
-    def best_fit(self, gpus: int, pools: Iterable[str] | None = None, exclude: frozenset[str] | set[str] = frozenset()) -> str | None:
+    def best_fit(
+        self, gpus: int, pools: Iterable[str] | None = None, exclude: frozenset[str] | set[str] = frozenset()
+    ) -> str | None:
         """The node with the fewest free GPUs that still holds `gpus`, or None."""
         best: str | None = None
         best_free = 1 << 30
@@ -135,7 +137,9 @@ class Cluster:
                     break
         return best
 
-    def place(self, gpus: int, pools: Iterable[str] | None = None, exclude: frozenset[str] | set[str] = frozenset()) -> Allocation | None:
+    def place(
+        self, gpus: int, pools: Iterable[str] | None = None, exclude: frozenset[str] | set[str] = frozenset()
+    ) -> Allocation | None:
         """Where `gpus` GPUs would go now, or None. Does not take them (see `take`)."""
         if gpus <= 0 or gpus > self.free_gpus:
             return None

@@ -91,7 +91,9 @@ class ScalingConfig:
             raise ValueError("spot_share must be between 0 and 1")
 
 
-def target_gpus(now: float, times: Sequence[float] | np.ndarray, upper: Sequence[float] | np.ndarray, lead_s: float) -> float:
+def target_gpus(
+    now: float, times: Sequence[float] | np.ndarray, upper: Sequence[float] | np.ndarray, lead_s: float
+) -> float:
     """The largest forecast upper quantile over [now, now + lead_s]. A forecast bucket
     counts if any part of it falls in that span (buckets start at `times`). 0 when the
     forecast says nothing about that span."""
@@ -144,7 +146,13 @@ def plan(
         elif want < cur:
             since = now - last_change.get(p.name, -math.inf)
             if since >= config.cooldown_s:
-                out.append(Scale(p.name, want, f"forecast: {need:.0f} GPUs wanted; shrinking after {config.cooldown_s / 60:.0f} min cool-down"))
+                out.append(
+                    Scale(
+                        p.name,
+                        want,
+                        f"forecast: {need:.0f} GPUs wanted; shrinking after {config.cooldown_s / 60:.0f} min cool-down",
+                    )
+                )
     return out
 
 
@@ -206,7 +214,9 @@ def needed_gpus(wanted_gpus: float, config: ScalingConfig) -> float:
     return max(0.0, wanted_gpus) * (1.0 + config.headroom)
 
 
-def pool_sizings(cluster: Cluster, limits: Mapping[str, Mapping[str, int | None]], elastic: bool = True) -> list[PoolSizing]:
+def pool_sizings(
+    cluster: Cluster, limits: Mapping[str, Mapping[str, int | None]], elastic: bool = True
+) -> list[PoolSizing]:
     """The cluster's pools as the scaler sees them, with the configured `limits` per pool
     (`gpus_per_node`, `min_nodes`, `max_nodes`; each may be missing or None). A pool whose node
     size is neither configured nor learnable from a node is left out. Without a configured
@@ -273,7 +283,9 @@ def advise(
     for p in scaler.pools:
         want = scaler.recommended(p.name, current[p.name])
         reason = scaler.reasons.get(p.name, "") if want != current[p.name] else ""
-        rows.append(PoolAdvice(p.name, p.spot, p.gpus_per_node, current[p.name], want, p.min_nodes, p.max_nodes, reason))
+        rows.append(
+            PoolAdvice(p.name, p.spot, p.gpus_per_node, current[p.name], want, p.min_nodes, p.max_nodes, reason)
+        )
     return Advice(demand, peak, needed_gpus(wanted, cfg), tuple(rows), tuple(decisions))
 
 

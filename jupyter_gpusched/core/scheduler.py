@@ -257,8 +257,10 @@ class Scheduler:
         for name, pool in sorted(self.cluster.pools.items()):
             if spec.gpu_type is not None and pool.gpu_type is not None and pool.gpu_type != spec.gpu_type:
                 continue
-            if spec.gpu_type is not None and pool.gpu_type is None and any(
-                p.gpu_type is not None for p in self.cluster.pools.values()
+            if (
+                spec.gpu_type is not None
+                and pool.gpu_type is None
+                and any(p.gpu_type is not None for p in self.cluster.pools.values())
             ):
                 continue
             (spot if pool.spot else ondemand).append(name)
@@ -325,7 +327,9 @@ class Scheduler:
     def queues_view(self) -> dict[str, dict]:
         view = {name: dict(v, queued=0, queued_gpus=0, running=0) for name, v in self.ledger.snapshot().items()}
         for job in self.queue:
-            v = view.setdefault(job.tenant, dict(self.ledger.snapshot().get(job.tenant, {}), queued=0, queued_gpus=0, running=0))
+            v = view.setdefault(
+                job.tenant, dict(self.ledger.snapshot().get(job.tenant, {}), queued=0, queued_gpus=0, running=0)
+            )
             v["queued"] += 1
             v["queued_gpus"] += job.gpus
         for job in self.active.values():

@@ -48,7 +48,12 @@ def configure_hub(
     """
     url = service_url(name, port)
     access = f"access:services!service={name}"
-    service: dict[str, Any] = {"name": name, "url": f"http://127.0.0.1:{port}", "oauth_no_confirm": True, "display": True}
+    service: dict[str, Any] = {
+        "name": name,
+        "url": f"http://127.0.0.1:{port}",
+        "oauth_no_confirm": True,
+        "display": True,
+    }
     if api_token:
         service["api_token"] = api_token
     else:
@@ -78,7 +83,9 @@ def configure_hub(
 
     scopes = spawner.server_token_scopes if "server_token_scopes" in spawner else SERVER_ROLE_SCOPES
     if callable(scopes):
-        raise ValueError(f"c.Spawner.server_token_scopes is a function: make it return {access!r} too, then drop it here")
+        raise ValueError(
+            f"c.Spawner.server_token_scopes is a function: make it return {access!r} too, then drop it here"
+        )
     scopes = list(scopes)
     if access not in scopes:
         scopes.append(access)

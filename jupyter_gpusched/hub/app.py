@@ -105,7 +105,9 @@ class HubServiceApp(ServerApp):
 
     def initialize(self, argv=None, find_extensions: bool = False, new_httpserver: bool = True, starter_extension=None):
         # Never pick up the server extensions installed for single-user servers (Lab, ...).
-        super().initialize(argv, find_extensions=False, new_httpserver=new_httpserver, starter_extension=starter_extension)
+        super().initialize(
+            argv, find_extensions=False, new_httpserver=new_httpserver, starter_extension=starter_extension
+        )
         if not self._dispatching:
             self._keep_hub_token_from_jobs()
 

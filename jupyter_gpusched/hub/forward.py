@@ -68,7 +68,9 @@ class CallerStatus:
         fw = self.forwarder
         if not fw.token:
             return
-        request = HTTPRequest(fw.url + "gpusched/api/me", headers={"Authorization": f"token {fw.token}"}, request_timeout=10)
+        request = HTTPRequest(
+            fw.url + "gpusched/api/me", headers={"Authorization": f"token {fw.token}"}, request_timeout=10
+        )
         try:
             response = await AsyncHTTPClient().fetch(request, raise_error=False)
             self.admin = bool(json.loads(response.body)["admin"]) if response.code == 200 else self.admin
@@ -112,7 +114,11 @@ class ForwardHandler(GPUSchedHandler):
             return self.fail(
                 ApiError(503, "unavailable", "this server has no Hub token to reach the GPU scheduler service with")
             )
-        local = self.request.path[len(self.base_url) :] if self.request.path.startswith(self.base_url) else self.request.path
+        local = (
+            self.request.path[len(self.base_url) :]
+            if self.request.path.startswith(self.base_url)
+            else self.request.path
+        )
         url = fw.url + local.lstrip("/")
         if self.request.query:
             url += "?" + self.request.query
@@ -136,7 +142,9 @@ class ForwardHandler(GPUSchedHandler):
             self.log.warning("gpusched: hub service at %s unreachable: %s", fw.url, exc)
         if response is None or response.code == 599:
             return self.fail(
-                ApiError(503, "unavailable", f"the GPU scheduler service ({fw.url}) is not reachable; try again shortly")
+                ApiError(
+                    503, "unavailable", f"the GPU scheduler service ({fw.url}) is not reachable; try again shortly"
+                )
             )
         if response.code in (401, 403) and _error_code(response.body) in ("unauthenticated", None):
             return self.fail(

@@ -67,7 +67,9 @@ class HomeHandler(PageHandler):
             f"<h1>GPU scheduler</h1><p>Signed in as <b>{html.escape(self.user_name)}</b>{admin}; "
             f"tenants: {html.escape(', '.join(self.user_tenants() or []))}.</p>"
             f"<p>REST API: <code>{html.escape(api)}/</code></p><h2>Your jobs</h2>"
-            + (_table(["id", "state", "tenant", "GPUs", "notebook", "submitted"], rows) if rows else "<p>None yet.</p>"),
+            + (
+                _table(["id", "state", "tenant", "GPUs", "notebook", "submitted"], rows) if rows else "<p>None yet.</p>"
+            ),
         )
 
 
@@ -85,15 +87,20 @@ class DashboardHandler(PageHandler):
         by_state = Counter(j.state.value for j in s.scheduler.jobs.values())
         by_owner = Counter(j.spec.owner for j in s.scheduler.jobs.values() if not j.state.terminal)
         cols = ("quota", "burst", "used", "borrowed", "running", "queued", "queued_gpus")
-        q_rows = [[t, *("any" if q.get(k, "") is None else q.get(k, "") for k in cols)] for t, q in sorted(queues.items())]
+        q_rows = [
+            [t, *("any" if q.get(k, "") is None else q.get(k, "") for k in cols)] for t, q in sorted(queues.items())
+        ]
         self.page(
             "GPU scheduler: dashboard",
             "<h1>GPU scheduler dashboard</h1>"
             f"<p>{cluster['allocated_gpus']} of {cluster['total_gpus']} GPUs allocated "
             f"({cluster['utilization']:.0%}), policy {html.escape(cluster['policy'])}, backend {html.escape(cluster['backend'])}.</p>"
-            "<h2>Tenants</h2>" + _table(["tenant", *cols], q_rows)
-            + "<h2>Jobs by state</h2>" + _table(["state", "jobs"], sorted(by_state.items()))
-            + "<h2>Active jobs by owner</h2>" + _table(["owner", "jobs"], by_owner.most_common()),
+            "<h2>Tenants</h2>"
+            + _table(["tenant", *cols], q_rows)
+            + "<h2>Jobs by state</h2>"
+            + _table(["state", "jobs"], sorted(by_state.items()))
+            + "<h2>Active jobs by owner</h2>"
+            + _table(["owner", "jobs"], by_owner.most_common()),
         )
 
 

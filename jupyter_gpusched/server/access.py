@@ -82,7 +82,10 @@ class Identity:
             return allowed[0]
         if requested not in allowed and not self.is_admin:
             raise ApiError(
-                403, "forbidden", f"you may not submit to tenant {requested!r}; your tenants: {', '.join(allowed)}", "tenant"
+                403,
+                "forbidden",
+                f"you may not submit to tenant {requested!r}; your tenants: {', '.join(allowed)}",
+                "tenant",
             )
         return requested
 
@@ -99,7 +102,9 @@ class Identity:
         except RuntimeError:  # ~name of a user this machine does not know
             root = None
         if root is None or not root.is_absolute():
-            raise ApiError(400, "not_found", f"user {name!r} has no notebook folder on the scheduler's machine", "notebook")
+            raise ApiError(
+                400, "not_found", f"user {name!r} has no notebook folder on the scheduler's machine", "notebook"
+            )
         return root
 
     def require_admin(self, what: str) -> None:

@@ -45,7 +45,9 @@ DEPRECATED_K8S = (
 
 
 def _deprecated(name: str) -> str:
-    return f"Deprecated: use c.KubernetesBackend.{K8S_TRAIT_NAMES.get(name, name)} (this name goes in the next release)."
+    return (
+        f"Deprecated: use c.KubernetesBackend.{K8S_TRAIT_NAMES.get(name, name)} (this name goes in the next release)."
+    )
 
 
 class GPUSched(ExtensionApp):
@@ -72,7 +74,9 @@ class GPUSched(ExtensionApp):
     db_url = Unicode(
         "", config=True, help="SQLAlchemy URL of the job store. Default: SQLite in <data_dir>/gpusched.db."
     )
-    data_dir = Unicode("", config=True, help="Folder for the store and job folders. Default: <jupyter data dir>/gpusched.")
+    data_dir = Unicode(
+        "", config=True, help="Folder for the store and job folders. Default: <jupyter data dir>/gpusched."
+    )
     local_gpus = Int(
         4,
         config=True,
@@ -84,7 +88,9 @@ class GPUSched(ExtensionApp):
         help="Tenants and their terms: {name: {'quota': GPUs guaranteed, 'burst': extra GPUs it may borrow "
         "(omit for any idle GPU)}}. Unset: one tenant, default_tenant, owning every GPU.",
     )
-    default_tenant = Unicode("default", config=True, help="Tenant of jobs that name none (and of users not in user_tenants).")
+    default_tenant = Unicode(
+        "default", config=True, help="Tenant of jobs that name none (and of users not in user_tenants)."
+    )
     user_tenants = Dict(config=True, help="{user name: tenant} for users whose jobs go to a tenant of their own.")
     scaling = Dict(
         config=True,
@@ -171,9 +177,13 @@ class GPUSched(ExtensionApp):
         "'sum(max_over_time(DCGM_FI_DEV_GPU_UTIL{namespace=\"{tenant}\"}[10m]) > bool 0)'. "
         "Empty: no per-tenant gpu_busy forecasts.",
     )
-    aging_interval = Float(3600.0, config=True, help="Seconds of waiting that raise a job one priority class (no starvation).")
+    aging_interval = Float(
+        3600.0, config=True, help="Seconds of waiting that raise a job one priority class (no starvation)."
+    )
     tick_interval = Float(0.5, config=True, help="Seconds between scheduling passes.")
-    heartbeat_timeout = Float(60.0, config=True, help="A running job whose runner is silent this long is lost and retried.")
+    heartbeat_timeout = Float(
+        60.0, config=True, help="A running job whose runner is silent this long is lost and retried."
+    )
 
     service: Service | None = None
 
@@ -260,7 +270,9 @@ class GPUSched(ExtensionApp):
         out = []
         for name, terms in sorted(self.tenants.items()):
             terms = terms or {}
-            out.append(Tenant(name, int(terms.get("quota", 0)), None if terms.get("burst") is None else int(terms["burst"])))
+            out.append(
+                Tenant(name, int(terms.get("quota", 0)), None if terms.get("burst") is None else int(terms["burst"]))
+            )
         return tuple(out)
 
     def _pools(self, backend: Backend) -> tuple[Pool, ...]:

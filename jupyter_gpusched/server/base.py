@@ -78,9 +78,14 @@ class GPUSchedHandler(Identity, APIHandler):
 
 
 def _code(status: int) -> str:
-    return {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 409: "conflict"}.get(
-        status, "error"
-    )
+    return {
+        400: "bad_request",
+        401: "unauthorized",
+        403: "forbidden",
+        404: "not_found",
+        405: "method_not_allowed",
+        409: "conflict",
+    }.get(status, "error")
 
 
 def http_error(err: ServiceError) -> ApiError:

@@ -50,7 +50,9 @@ def is_admin(handler: web.RequestHandler) -> bool:
     if gs.remote_admin is not None:  # a user's server under a hub: the hub service decides
         admin = gs.remote_admin()
         if admin is None:
-            raise web.HTTPError(503, "cannot yet confirm with the GPU scheduler service that you are an admin; retry shortly")
+            raise web.HTTPError(
+                503, "cannot yet confirm with the GPU scheduler service that you are an admin; retry shortly"
+            )
         return admin
     return _Asker(handler).is_admin
 

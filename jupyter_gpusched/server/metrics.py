@@ -39,10 +39,30 @@ def render_metrics(service: Service) -> str:
         [({"state": st, "tenant": t, "priority": p}, n) for (st, t, p), n in sorted(by_state.items())],
     )
     q = s.queues_view()
-    metric("gpusched_tenant_quota_gpus", "gauge", "Guaranteed GPUs per tenant.", [({"tenant": t}, v["quota"]) for t, v in q.items()])
-    metric("gpusched_tenant_used_gpus", "gauge", "GPUs in use per tenant.", [({"tenant": t}, v["used"]) for t, v in q.items()])
-    metric("gpusched_tenant_borrowed_gpus", "gauge", "GPUs borrowed beyond quota per tenant.", [({"tenant": t}, v["borrowed"]) for t, v in q.items()])
-    metric("gpusched_tenant_queued_gpus", "gauge", "GPUs requested by queued jobs per tenant.", [({"tenant": t}, v["queued_gpus"]) for t, v in q.items()])
+    metric(
+        "gpusched_tenant_quota_gpus",
+        "gauge",
+        "Guaranteed GPUs per tenant.",
+        [({"tenant": t}, v["quota"]) for t, v in q.items()],
+    )
+    metric(
+        "gpusched_tenant_used_gpus",
+        "gauge",
+        "GPUs in use per tenant.",
+        [({"tenant": t}, v["used"]) for t, v in q.items()],
+    )
+    metric(
+        "gpusched_tenant_borrowed_gpus",
+        "gauge",
+        "GPUs borrowed beyond quota per tenant.",
+        [({"tenant": t}, v["borrowed"]) for t, v in q.items()],
+    )
+    metric(
+        "gpusched_tenant_queued_gpus",
+        "gauge",
+        "GPUs requested by queued jobs per tenant.",
+        [({"tenant": t}, v["queued_gpus"]) for t, v in q.items()],
+    )
     preempted = sum(j.preemptions for j in s.jobs.values())
     metric("gpusched_preemptions_total", "counter", "Preemptions since the store began.", [({}, preempted)])
     ended = Counter(j.state.value for j in s.jobs.values() if j.state.terminal)
@@ -50,7 +70,10 @@ def render_metrics(service: Service) -> str:
         "gpusched_jobs_finished_total",
         "counter",
         "Jobs that ended, by final state.",
-        [({"state": st.value}, ended.get(st.value, 0)) for st in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)],
+        [
+            ({"state": st.value}, ended.get(st.value, 0))
+            for st in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+        ],
     )
     return "\n".join(lines) + "\n"
 

@@ -87,7 +87,9 @@ def parse_submit(body: dict[str, Any]) -> dict[str, Any]:
             unknown[0],
         )
     if "notebook" not in body:
-        raise ApiError(400, "missing_field", "notebook is required: the notebook's path relative to the server root", "notebook")
+        raise ApiError(
+            400, "missing_field", "notebook is required: the notebook's path relative to the server root", "notebook"
+        )
     notebook = body["notebook"]
     if not isinstance(notebook, str) or not notebook.strip():
         raise _wrong_type("notebook", "a path string", notebook)
@@ -101,7 +103,12 @@ def parse_submit(body: dict[str, Any]) -> dict[str, Any]:
         if isinstance(max_runtime, bool) or not isinstance(max_runtime, (int, float)):
             raise _wrong_type("max_runtime", "a number of seconds", max_runtime)
         if not (max_runtime > 0 and math.isfinite(max_runtime)):
-            raise ApiError(400, "invalid_value", f"max_runtime must be a positive number of seconds, not {max_runtime}", "max_runtime")
+            raise ApiError(
+                400,
+                "invalid_value",
+                f"max_runtime must be a positive number of seconds, not {max_runtime}",
+                "max_runtime",
+            )
     preemptible = body.get("preemptible", False)
     if not isinstance(preemptible, bool):
         raise _wrong_type("preemptible", "true or false", preemptible)
@@ -126,7 +133,9 @@ def parse_parameters(value: Any) -> dict[str, Any]:
         raise _wrong_type("parameters", "an object of name: value", value)
     for key in value:
         if not key.isidentifier() or keyword.iskeyword(key):
-            raise ApiError(400, "invalid_value", f"parameter name {key!r} is not a valid Python identifier", f"parameters.{key}")
+            raise ApiError(
+                400, "invalid_value", f"parameter name {key!r} is not a valid Python identifier", f"parameters.{key}"
+            )
     return value
 
 
@@ -136,12 +145,16 @@ def resolve_notebook(root_dir: str | Path, path: str) -> str:
     root = Path(root_dir).resolve()
     posix = PurePosixPath(path.replace("\\", "/"))
     if posix.is_absolute() or (len(path) > 1 and path[1] == ":"):
-        raise ApiError(400, "invalid_value", f"notebook must be a path relative to the server root, not {path!r}", "notebook")
+        raise ApiError(
+            400, "invalid_value", f"notebook must be a path relative to the server root, not {path!r}", "notebook"
+        )
     if ".." in posix.parts:
         raise ApiError(400, "invalid_value", f"notebook path {path!r} leaves the server root", "notebook")
     full = (root / posix).resolve()
     if not full.is_relative_to(root):
-        raise ApiError(400, "invalid_value", f"notebook path {path!r} leaves the server root (through a link)", "notebook")
+        raise ApiError(
+            400, "invalid_value", f"notebook path {path!r} leaves the server root (through a link)", "notebook"
+        )
     if not full.is_file():
         raise ApiError(400, "not_found", f"no notebook at {path!r} under the server root", "notebook")
     if full.suffix != ".ipynb":
@@ -149,5 +162,7 @@ def resolve_notebook(root_dir: str | Path, path: str) -> str:
     try:
         nbformat.read(str(full), as_version=4)
     except Exception as exc:
-        raise ApiError(400, "invalid_value", f"{path!r} is not a readable notebook: {str(exc)[:200]}", "notebook") from None
+        raise ApiError(
+            400, "invalid_value", f"{path!r} is not a readable notebook: {str(exc)[:200]}", "notebook"
+        ) from None
     return full.relative_to(root).as_posix()

@@ -63,12 +63,16 @@ def parse_scaling(raw: dict[str, Any]) -> ScalingSettings:
     pools: dict[str, dict[str, int | None]] = {}
     for name, terms in (raw.get("pools") or {}).items():
         if not isinstance(terms, dict) or set(terms) - POOL_KEYS:
-            raise ValueError(f"c.GPUSched.scaling['pools'][{name!r}] must be a dict with keys among {sorted(POOL_KEYS)}")
+            raise ValueError(
+                f"c.GPUSched.scaling['pools'][{name!r}] must be a dict with keys among {sorted(POOL_KEYS)}"
+            )
         limits: dict[str, int | None] = {}
         for key in POOL_KEYS:
             v = terms.get(key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                raise ValueError(f"c.GPUSched.scaling['pools'][{name!r}][{key!r}] must be a whole number >= 0, not {v!r}")
+                raise ValueError(
+                    f"c.GPUSched.scaling['pools'][{name!r}][{key!r}] must be a whole number >= 0, not {v!r}"
+                )
             limits[key] = v
         if limits["max_nodes"] is not None and (limits["min_nodes"] or 0) > limits["max_nodes"]:
             raise ValueError(f"c.GPUSched.scaling['pools'][{name!r}]: min_nodes is above max_nodes")
@@ -120,7 +124,11 @@ class Advisor:
             "demand_gpus": advice.demand_gpus,
             "forecast_peak_gpus": round(advice.forecast_peak_gpus, 3),
             "wanted_gpus": round(advice.wanted_gpus, 3),
-            "forecast": {"model": report.get("model"), "note": report.get("note", ""), "band_scale": report.get("band_scale")},
+            "forecast": {
+                "model": report.get("model"),
+                "note": report.get("note", ""),
+                "band_scale": report.get("band_scale"),
+            },
             "pools": [dataclasses.asdict(p) for p in advice.pools],
             "decided_at": iso(now),
         }

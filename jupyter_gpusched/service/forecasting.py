@@ -111,7 +111,9 @@ class Forecasts:
         self.source = source or PrometheusSource()
         self.cache = ForecastCache()
 
-    async def report(self, *, series: str = "requested", steps: int, model: str = "auto", tenant: str | None = None) -> dict[str, Any]:
+    async def report(
+        self, *, series: str = "requested", steps: int, model: str = "auto", tenant: str | None = None
+    ) -> dict[str, Any]:
         """The forecast of `series` `steps` 10-minute buckets ahead: times, values, lower, upper
         (80% band), model, note, skill, plus the series, its source and the tenant.
         Raises InvalidArgument, NotFound (tenant), NotConfigured or UpstreamError (Prometheus)."""

@@ -223,7 +223,9 @@ class Service(ServiceViews):
         for node, gpu in sorted(leaky):
             if node in cluster and gpu not in cluster.fenced_on(node):
                 cluster.fence(node, gpu)
-                log.warning("GPU %s:%d holds %.0f MiB with no job on it: fenced until it is clean", node, gpu, used[(node, gpu)])
+                log.warning(
+                    "GPU %s:%d holds %.0f MiB with no job on it: fenced until it is clean", node, gpu, used[(node, gpu)]
+                )
 
     def _apply_update(self, u: BackendUpdate) -> Job | None:
         s = self.scheduler

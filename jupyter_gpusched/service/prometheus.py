@@ -74,7 +74,9 @@ def _matrix(url: str, query: str, start: float, end: float, step_s: float, timeo
         status, raw = err.code, err.read()  # Prometheus explains a refusal in its JSON body
     except (urllib.error.URLError, OSError) as exc:  # refused, no route, DNS, timeout
         reason = getattr(exc, "reason", exc)
-        raise UpstreamError(f"cannot reach Prometheus at {where}: {reason}", "prometheus_unreachable", unreachable=True) from None
+        raise UpstreamError(
+            f"cannot reach Prometheus at {where}: {reason}", "prometheus_unreachable", unreachable=True
+        ) from None
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
@@ -90,7 +92,9 @@ def _matrix(url: str, query: str, start: float, end: float, step_s: float, timeo
         raise UpstreamError(f"Prometheus at {where} refused the query {query!r}: {why}", "prometheus_error")
     data = body.get("data") or {}
     if data.get("resultType") != "matrix":
-        raise UpstreamError(f"Prometheus at {where} answered a {data.get('resultType')!r}, not a matrix", "prometheus_error")
+        raise UpstreamError(
+            f"Prometheus at {where} answered a {data.get('resultType')!r}, not a matrix", "prometheus_error"
+        )
     return data.get("result") or []
 
 

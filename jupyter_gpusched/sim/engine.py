@@ -161,7 +161,15 @@ class Simulation:
         for sj in sorted(self.jobs, key=lambda j: j.trace.submit):
             tj = sj.trace
             rec = JobRecord(
-                tj.id, tj.tenant, sj.priority, tj.gpus, tj.submit, tj.duration, tj.status, sj.preemptible, tj.gpu_fraction
+                tj.id,
+                tj.tenant,
+                sj.priority,
+                tj.gpus,
+                tj.submit,
+                tj.duration,
+                tj.status,
+                sj.preemptible,
+                tj.gpu_fraction,
             )
             records.append(rec)
             work = math.inf if tj.status == "cancelled" else tj.duration
@@ -209,8 +217,12 @@ class Simulation:
                     changed = True
             if changed:
                 self._pass(t)
-                if not s.active and s.queue and self._open > 0 and not self._arrivals_pending(t) and not any(
-                    self._pending_adds.values()
+                if (
+                    not s.active
+                    and s.queue
+                    and self._open > 0
+                    and not self._arrivals_pending(t)
+                    and not any(self._pending_adds.values())
                 ):
                     stuck = True  # nothing runs, nothing arrives, nothing will change
                     break
@@ -444,11 +456,7 @@ class Simulation:
         surplus = self._live[d.pool] - target
         if surplus > 0:
             cl, on_node = self.cluster, self.scheduler.on_node
-            idle = [
-                n
-                for n in reversed(cl.nodes_in(d.pool))
-                if not on_node.get(n) and cl.free_on(n) == cl.capacity(n)
-            ]
+            idle = [n for n in reversed(cl.nodes_in(d.pool)) if not on_node.get(n) and cl.free_on(n) == cl.capacity(n)]
             for n in idle[:surplus]:
                 self.scheduler.node_lost(n, t, reason=f"scaled in: {d.reason}")
                 self._node_removed(n, d.pool)
@@ -473,5 +481,7 @@ class Simulation:
             assert r.running == (known.state is JobState.RUNNING), f"{jid}: engine and scheduler disagree"
 
 
-def simulate(jobs: Sequence[SimJob], pools: Sequence[PoolConfig], tenants=(), policy: str | Policy = "dynamic", **kw) -> SimResult:
+def simulate(
+    jobs: Sequence[SimJob], pools: Sequence[PoolConfig], tenants=(), policy: str | Policy = "dynamic", **kw
+) -> SimResult:
     return Simulation(jobs, pools, tenants, policy, **kw).run()

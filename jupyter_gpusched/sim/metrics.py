@@ -80,7 +80,13 @@ def _group_waits(recs: Sequence[JobRecord], key) -> dict:
     out = {}
     for k in sorted(groups):
         w = np.asarray(groups[k])
-        out[k] = {"jobs": int(w.size), "avg_s": float(w.mean()), "p50_s": _pct(w, 50), "p99_s": _pct(w, 99), "max_s": float(w.max())}
+        out[k] = {
+            "jobs": int(w.size),
+            "avg_s": float(w.mean()),
+            "p50_s": _pct(w, 50),
+            "p99_s": _pct(w, 99),
+            "max_s": float(w.max()),
+        }
     return out
 
 

@@ -74,9 +74,19 @@ def run_bench(
     for pol in policies:
         bar = None
         if tqdm is not None:
-            bar = tqdm(total=len(sc.jobs), desc=f"{pol:>11}", unit="job", file=sys.stderr, disable=None if progress is None else not progress, leave=True, dynamic_ncols=True)
+            bar = tqdm(
+                total=len(sc.jobs),
+                desc=f"{pol:>11}",
+                unit="job",
+                file=sys.stderr,
+                disable=None if progress is None else not progress,
+                leave=True,
+                dynamic_ncols=True,
+            )
         try:
-            res = run_policy(sc, pol, progress=bar.update if bar is not None else None, check_invariants=check_invariants)
+            res = run_policy(
+                sc, pol, progress=bar.update if bar is not None else None, check_invariants=check_invariants
+            )
         finally:
             if bar is not None:
                 bar.close()
@@ -95,13 +105,21 @@ def run_bench(
             "name": sc.name,
             "description": sc.description,
             "file": str(sc.path) if sc.path else None,
-            "trace": {"format": sc.trace.format, "source": sc.trace.source, "jobs": len(sc.jobs), "left_out": sc.trace.skipped},
+            "trace": {
+                "format": sc.trace.format,
+                "source": sc.trace.source,
+                "jobs": len(sc.jobs),
+                "left_out": sc.trace.skipped,
+            },
             "window_start": (sc.trace.origin.isoformat() if sc.trace.origin else None),
             "first_submit_s": min((j.trace.submit for j in sc.jobs), default=None),
             "last_submit_s": max((j.trace.submit for j in sc.jobs), default=None),
             "capacity_gpus": sc.capacity,
             "pools": {p: [_pool_json(pc) for pc in sc.pools_of(p)] for p in policies},
-            "tenants": {p: [{"name": t.name, "quota": t.quota, "burst": t.burst} for t in sc.tenants_for(p)] for p in policies[:1]},
+            "tenants": {
+                p: [{"name": t.name, "quota": t.quota, "burst": t.burst} for t in sc.tenants_for(p)]
+                for p in policies[:1]
+            },
             "checkpoint": {
                 "interval_s": sc.checkpoint.interval_s,
                 "cost_s": sc.checkpoint.cost_s,
@@ -248,13 +266,26 @@ def format_table(report: dict) -> str:
         "",
         f"queueing delay by priority (hours; aging bound for low priority: {_h(next(iter(pols.values()))['aging_bound_s'])} h)",
         _grid(
-            ["policy", "avg high", "avg normal", "avg low", "max high", "max normal", "max low", "low overtaken", "cost total", "of it spot"],
+            [
+                "policy",
+                "avg high",
+                "avg normal",
+                "avg low",
+                "max high",
+                "max normal",
+                "max low",
+                "low overtaken",
+                "cost total",
+                "of it spot",
+            ],
             wrows,
         ),
     ]
     tenants = sorted({t for s in pols.values() for t in s["wait_by_tenant"]})
     if 0 < len(tenants) <= 8:
-        trows = [[name] + [_h(s["wait_by_tenant"].get(t, {}).get("avg_s")) for t in tenants] for name, s in pols.items()]
+        trows = [
+            [name] + [_h(s["wait_by_tenant"].get(t, {}).get("avg_s")) for t in tenants] for name, s in pols.items()
+        ]
         lines += ["", "average queueing delay by tenant (hours)", _grid(["policy", *tenants], trows)]
     lines += [""]
     for name, s in pols.items():
@@ -301,7 +332,12 @@ def write_plots(report: dict, results: dict[str, SimResult], out_dir: str | Path
         a = _binned(t, np.asarray(r.series_alloc), edges)
         c = _binned(t, np.asarray(r.series_capacity), edges)
         ax.plot(mid_h, np.where(c > 0, a / np.where(c > 0, c, 1), 0) * 100, label=pol, lw=1.2)
-    ax.set(xlabel="hours since first submit", ylabel="GPUs allocated (%)", title=f"{name}: utilisation over time", ylim=(0, 105))
+    ax.set(
+        xlabel="hours since first submit",
+        ylabel="GPUs allocated (%)",
+        title=f"{name}: utilisation over time",
+        ylim=(0, 105),
+    )
     ax.legend(ncol=4, fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -354,7 +390,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", metavar="FILE", help="write every figure to FILE as JSON")
     p.add_argument("--plots", metavar="DIR", help="write PNG plots (utilisation, JCT CDF, queue length) to DIR")
-    p.add_argument("--traces", metavar="DIR", help="folder that ${traces} in the scenario stands for (default: ../shared/traces)")
+    p.add_argument(
+        "--traces", metavar="DIR", help="folder that ${traces} in the scenario stands for (default: ../shared/traces)"
+    )
     p.add_argument("--seed", type=int, help="override the scenario's seed")
     p.add_argument("--limit", type=int, metavar="N", help="replay only the first N jobs of the scenario")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -202,7 +202,9 @@ class _Reader:
 def _resolve_path(raw: str, base: Path, traces: Path | None, r: _Reader, fld: str) -> Path:
     if "${traces}" in raw:
         if traces is None:
-            r.fail(fld, "${traces} is not set: pass --traces DIR or set GPUSCHED_TRACES (no shared/traces folder found)")
+            r.fail(
+                fld, "${traces} is not set: pass --traces DIR or set GPUSCHED_TRACES (no shared/traces folder found)"
+            )
         raw = raw.replace("${traces}", str(traces))
     p = Path(os.path.expanduser(raw))
     if not p.is_absolute():
@@ -216,7 +218,9 @@ def _lifetime(r: _Reader, value, path: str) -> Lifetime | None:
     v = r.mapping(value, path, ["distribution", "mean_s", "min_s", "max_s", "shape", "scale_s"])
     kw: dict[str, Any] = {}
     if "distribution" in v:
-        kw["distribution"] = r.string(v["distribution"], f"{path}.distribution", choices=["exponential", "weibull", "uniform", "fixed"])
+        kw["distribution"] = r.string(
+            v["distribution"], f"{path}.distribution", choices=["exponential", "weibull", "uniform", "fixed"]
+        )
     for k in ("mean_s", "min_s", "max_s", "shape", "scale_s"):
         if k in v and v[k] is not None:
             kw[k] = r.number(v[k], f"{path}.{k}", minimum=0)
@@ -341,7 +345,12 @@ def load_scenario(name_or_path: str | Path, *, traces: str | Path | None = None,
 
 
 def scenario_from_dict(
-    raw: Any, *, where: str = "<scenario>", base: Path | None = None, traces: Path | None = None, path: Path | None = None
+    raw: Any,
+    *,
+    where: str = "<scenario>",
+    base: Path | None = None,
+    traces: Path | None = None,
+    path: Path | None = None,
 ) -> Scenario:
     r = _Reader(where)
     base = base or Path.cwd()
@@ -436,7 +445,9 @@ def scenario_from_dict(
         }
     dt = r.mapping(top.get("default_tenant"), "default_tenant", ["quota", "share", "burst"])
     default_tenant = {
-        "quota": r.integer(dt.get("quota", 0 if "share" not in dt else None), "default_tenant.quota", minimum=0, optional=True),
+        "quota": r.integer(
+            dt.get("quota", 0 if "share" not in dt else None), "default_tenant.quota", minimum=0, optional=True
+        ),
         "share": r.number(dt.get("share"), "default_tenant.share", positive=True, optional=True),
         "burst": r.integer(dt.get("burst"), "default_tenant.burst", minimum=0, optional=True),
     }
@@ -450,7 +461,9 @@ def scenario_from_dict(
         "interval_s": r.number(cv.get("interval_s"), "jobs.checkpoint.interval_s", positive=True, optional=True),
         "cost_s": r.number(cv.get("cost_s", 0.0), "jobs.checkpoint.cost_s", minimum=0),
         "restore_s": r.number(cv.get("restore_s", 0.0), "jobs.checkpoint.restore_s", minimum=0),
-        "applies_to": r.string(cv.get("applies_to", "all"), "jobs.checkpoint.applies_to", choices=["all", "preemptible"]),
+        "applies_to": r.string(
+            cv.get("applies_to", "all"), "jobs.checkpoint.applies_to", choices=["all", "preemptible"]
+        ),
     }
     checkpoint = CheckpointModel(**ck)
     estimates = r.string(jv.get("estimates", "none"), "jobs.estimates", choices=["none", "exact", "trace"])

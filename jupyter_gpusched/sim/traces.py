@@ -225,7 +225,9 @@ def load_philly(path: str | Path) -> Trace:
     submit = (stamps - stamps.min()).dt.total_seconds().to_numpy()
     jobs = [
         TraceJob(f"philly-{i}", float(t), float(d), int(g), v)
-        for i, (t, d, g, v) in enumerate(zip(submit, duration.to_numpy(), gpus.to_numpy(), tenant.to_numpy(), strict=True))
+        for i, (t, d, g, v) in enumerate(
+            zip(submit, duration.to_numpy(), gpus.to_numpy(), tenant.to_numpy(), strict=True)
+        )
     ]
     return Trace(_sorted(jobs), origin=origin, source=str(path), format="philly")
 
@@ -255,7 +257,9 @@ def load_alibaba_2023(path: str | Path) -> Trace:
     deleted = _numbers(path, df, "deletion_time", why="expected a time in seconds")
     _fail_first(path, df, deleted < created, "deletion_time", "a pod cannot be deleted before it was created")
     qos = df["qos"].fillna("").astype(str).str.strip()
-    _fail_first(path, df, ~qos.isin(list(ALIBABA_QOS_PRIORITY)), "qos", f"expected one of {', '.join(ALIBABA_QOS_PRIORITY)}")
+    _fail_first(
+        path, df, ~qos.isin(list(ALIBABA_QOS_PRIORITY)), "qos", f"expected one of {', '.join(ALIBABA_QOS_PRIORITY)}"
+    )
     phase = df["pod_phase"].fillna("").astype(str).str.strip()
     phases = {"Running", "Succeeded", "Failed", "Pending"}
     _fail_first(path, df, ~phase.isin(list(phases)), "pod_phase", f"expected one of {', '.join(sorted(phases))}")
@@ -348,13 +352,25 @@ def load_csv(path: str | Path) -> Trace:
     tenant = text("tenant", "default")
     prio_raw = text("priority", "normal").str.lower()
     names = {p.label: p for p in Priority}
-    _fail_first(path, df.assign(priority=prio_raw), ~prio_raw.isin(list(names)), "priority", "expected high, normal or low")
+    _fail_first(
+        path, df.assign(priority=prio_raw), ~prio_raw.isin(list(names)), "priority", "expected high, normal or low"
+    )
     pre_raw = text("preemptible", "false").str.lower()
     _fail_first(
-        path, df.assign(preemptible=pre_raw), ~pre_raw.isin(list(_TRUE | _FALSE)), "preemptible", "expected true or false"
+        path,
+        df.assign(preemptible=pre_raw),
+        ~pre_raw.isin(list(_TRUE | _FALSE)),
+        "preemptible",
+        "expected true or false",
     )
     status = text("status", "ok").str.lower()
-    _fail_first(path, df.assign(status=status), ~status.isin(["ok", "failed", "cancelled"]), "status", "expected ok, failed or cancelled")
+    _fail_first(
+        path,
+        df.assign(status=status),
+        ~status.isin(["ok", "failed", "cancelled"]),
+        "status",
+        "expected ok, failed or cancelled",
+    )
     est = None
     if "est_runtime" in df.columns:
         raw = df["est_runtime"].str.strip()

@@ -169,7 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.sweep:
         for w in sorted(wins, key=lambda w: (abs(w.load - 1.0), -w.jobs)):
             mark = "  <- chosen" if w is pick else ""
-            print(f"  {w.label(full)}  {','.join(w.tenants):<32} {w.jobs:5d} jobs  load {w.load:.2f}  longest {w.longest_h:5.1f} h{mark}")
+            print(
+                f"  {w.label(full)}  {','.join(w.tenants):<32} {w.jobs:5d} jobs  load {w.load:.2f}  longest {w.longest_h:5.1f} h{mark}"
+            )
         return 0
     policies = [x.strip() for x in args.policies.split(",")] if args.policies else sc.policies
     if "static" not in policies:
@@ -177,10 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, dict[str, list[float]]] = {pol: {} for pol in policies}
     for n, w in enumerate(wins, 1):
         r2 = copy.deepcopy(raw)
-        r2["trace"]["window"] = {"start": w.start, "end": w.end} if full.origin is None else {
-            "start": (full.origin + timedelta(seconds=w.start)).isoformat(sep=" "),
-            "end": (full.origin + timedelta(seconds=w.end)).isoformat(sep=" "),
-        }
+        r2["trace"]["window"] = (
+            {"start": w.start, "end": w.end}
+            if full.origin is None
+            else {
+                "start": (full.origin + timedelta(seconds=w.start)).isoformat(sep=" "),
+                "end": (full.origin + timedelta(seconds=w.end)).isoformat(sep=" "),
+            }
+        )
         r2["trace"]["tenants"] = list(w.tenants)
         r2["tenants"] = _tenant_terms(raw.get("tenants") or [], w.tenants)
         wsc = scenario_from_dict(r2, where=str(path), base=base, traces=tdir, path=path)
@@ -199,7 +205,12 @@ def main(argv: list[str] | None = None) -> int:
     header = f"{'policy':<12} {'util/static':>22} {'JCT/static':>22} {'cost/job vs static':>22} {'JCT/oracle':>22} {'low overtaken':>14}"
     print(header)
     print("-" * len(header))
-    targets = {"util/static": (lambda x: x >= 2.0), "jct/static": (lambda x: x <= 0.6), "cost/static": (lambda x: x <= 0.5), "jct/oracle": (lambda x: x <= 1.5)}
+    targets = {
+        "util/static": (lambda x: x >= 2.0),
+        "jct/static": (lambda x: x <= 0.6),
+        "cost/static": (lambda x: x <= 0.5),
+        "jct/oracle": (lambda x: x <= 1.5),
+    }
     for pol, d in rows.items():
         cells = []
         for key in ("util/static", "jct/static", "cost/static", "jct/oracle"):
@@ -210,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             met = sum(targets[key](x) for x in v)
             cells.append(f"{statistics.median(v):5.2f} [{min(v):.2f}-{max(v):.2f}] {met:2d}/{len(v)}".rjust(22))
         ov = d.get("overtaken", [])
-        cells.append(f"{sum(1 for x in ov if x) :>3d} windows".rjust(14))
+        cells.append(f"{sum(1 for x in ov if x):>3d} windows".rjust(14))
         print(f"{pol:<12} " + " ".join(cells))
     return 0
 

@@ -220,7 +220,14 @@ class Store:
         info = info or {}
         rows = [_job_values(j, info.get(j.id)) for j in jobs]
         ev = [
-            dict(job_id=e.job_id, time=e.time, src=e.src.value if e.src else None, dst=e.dst.value, reason=e.reason, actor=e.actor)
+            dict(
+                job_id=e.job_id,
+                time=e.time,
+                src=e.src.value if e.src else None,
+                dst=e.dst.value,
+                reason=e.reason,
+                actor=e.actor,
+            )
             for e in events
         ]
         if not rows and not ev:
@@ -263,7 +270,10 @@ class Store:
     def events(self, job_id: str) -> list[Event]:
         with Session(self.engine) as db:
             rows = db.scalars(select(EventRow).where(EventRow.job_id == job_id).order_by(EventRow.id))
-            return [Event(r.job_id, r.time, JobState(r.src) if r.src else None, JobState(r.dst), r.reason, r.actor) for r in rows]
+            return [
+                Event(r.job_id, r.time, JobState(r.src) if r.src else None, JobState(r.dst), r.reason, r.actor)
+                for r in rows
+            ]
 
     def count_jobs(self) -> int:
         with Session(self.engine) as db:
@@ -277,7 +287,10 @@ class Store:
         if since_minute is not None:
             q = q.where(UsageRow.minute >= since_minute)
         with Session(self.engine) as db:
-            return [(r.minute, r.tenant, r.requested, r.allocated) for r in db.scalars(q.order_by(UsageRow.minute, UsageRow.tenant))]
+            return [
+                (r.minute, r.tenant, r.requested, r.allocated)
+                for r in db.scalars(q.order_by(UsageRow.minute, UsageRow.tenant))
+            ]
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:

@@ -1,9 +1,9 @@
 """ipywidgets for notebooks and Voila dashboards, over the one client.
 
-    from jupyter_gpusched.widgets import SubmitForm, QueueView, ForecastChart
-    SubmitForm("train.ipynb")      # a form; submits through the REST API
-    QueueView(refresh=5)           # a job table that refreshes itself
-    ForecastChart()                # demand history (and the forecast band when the server has one)
+from jupyter_gpusched.widgets import SubmitForm, QueueView, ForecastChart
+SubmitForm("train.ipynb")      # a form; submits through the REST API
+QueueView(refresh=5)           # a job table that refreshes itself
+ForecastChart()                # demand history (and the forecast band when the server has one)
 """
 
 from __future__ import annotations
@@ -51,7 +51,17 @@ class SubmitForm(w.VBox):
         self.last_job: dict[str, Any] | None = None
         self.submit_button.on_click(lambda _: self.submit())
         super().__init__(
-            [self.notebook, self.gpus, self.priority, self.tenant, self.max_runtime, self.preemptible, self.parameters, self.submit_button, self.status],
+            [
+                self.notebook,
+                self.gpus,
+                self.priority,
+                self.tenant,
+                self.max_runtime,
+                self.preemptible,
+                self.parameters,
+                self.submit_button,
+                self.status,
+            ],
             **kwargs,
         )
 
@@ -138,8 +148,12 @@ class QueueView(w.VBox):
                 f"<td>{html.escape(j['tenant'])}</td><td>{progress}</td><td>{html.escape(j.get('message') or j.get('reason') or '')}</td>"
                 "</tr>"
             )
-        head = "".join(f"<th>{h}</th>" for h in ("ID", "State", "Notebook", "GPUs", "Priority", "Tenant", "Cells", "Note"))
-        self.table.value = f'<table class="gpusched-jobs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        head = "".join(
+            f"<th>{h}</th>" for h in ("ID", "State", "Notebook", "GPUs", "Priority", "Tenant", "Cells", "Note")
+        )
+        self.table.value = (
+            f'<table class="gpusched-jobs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        )
 
 
 class ForecastChart(w.VBox):

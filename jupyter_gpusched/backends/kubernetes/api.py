@@ -54,7 +54,9 @@ class Api:
         try:
             from kubernetes import client, config
         except ImportError as exc:  # pragma: no cover - depends on the install
-            raise BackendError("the kubernetes backend needs the 'kubernetes' package: pip install 'jupyter-gpusched[k8s]'") from exc
+            raise BackendError(
+                "the kubernetes backend needs the 'kubernetes' package: pip install 'jupyter-gpusched[k8s]'"
+            ) from exc
         c = client.Configuration()
         try:
             in_cluster = cfg.in_cluster or (
@@ -119,7 +121,9 @@ class Api:
                     retry = None
             raise KubeApiError(int(exc.status or 0), message, reason, retry, data) from None
         except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
-            raise KubeApiError(0, f"cannot reach the Kubernetes API server at {self.host}: {type(exc).__name__}: {exc}") from None
+            raise KubeApiError(
+                0, f"cannot reach the Kubernetes API server at {self.host}: {type(exc).__name__}: {exc}"
+            ) from None
         if stream:
             return resp
         try:
@@ -132,7 +136,6 @@ class Api:
             self.client.close()
         except Exception:  # pragma: no cover
             pass
-
 
 
 class Connection:

@@ -74,11 +74,15 @@ class KubernetesBackend(Backend):
 
     name = "kubernetes"
 
-    kubeconfig = Unicode("", config=True, help="Kubeconfig file. Empty: $KUBECONFIG or ~/.kube/config, else in-cluster.")
+    kubeconfig = Unicode(
+        "", config=True, help="Kubeconfig file. Empty: $KUBECONFIG or ~/.kube/config, else in-cluster."
+    )
     context = Unicode("", config=True, help="Kubeconfig context. Empty: the current context.")
     in_cluster = Bool(False, config=True, help="Use the pod's service account (the service runs in the cluster).")
     namespace = Unicode("default", config=True, help="Namespace of the Jobs.")
-    tenant_namespaces = Dict(config=True, help="{tenant: namespace} for tenants whose Jobs go to a namespace of their own.")
+    tenant_namespaces = Dict(
+        config=True, help="{tenant: namespace} for tenants whose Jobs go to a namespace of their own."
+    )
     image = Unicode(
         "quay.io/jupyter/scipy-notebook:latest", config=True, help="Container image of the jobs (must have papermill)."
     )
@@ -93,7 +97,9 @@ class KubernetesBackend(Backend):
         "spot pools of c.GPUSched.pools.",
     )
     spot_taint = Unicode(
-        "gpusched.io/spot", config=True, help="Taint key of spot nodes (their pools are spot; Jobs placed there tolerate it)."
+        "gpusched.io/spot",
+        config=True,
+        help="Taint key of spot nodes (their pools are spot; Jobs placed there tolerate it).",
     )
     gpu_resource = Unicode(GPU_RESOURCE, config=True, help="Extended resource name of a GPU.")
     instance = Unicode("default", config=True, help="Label value telling this service's Jobs from another's.")
@@ -103,9 +109,13 @@ class KubernetesBackend(Backend):
         help="A pod volume (without name), e.g. {'persistentVolumeClaim': {'claimName': 'gpusched'}}, "
         "mounted at /gpusched/output with the Job's name as subPath. Empty: an emptyDir.",
     )
-    container_resources = Dict(config=True, help="Extra container resources, e.g. {'requests': {'cpu': '4', 'memory': '32Gi'}}.")
+    container_resources = Dict(
+        config=True, help="Extra container resources, e.g. {'requests': {'cpu': '4', 'memory': '32Gi'}}."
+    )
     ttl_after_finished = Int(86400, config=True, help="Seconds a finished Job is kept (-1: forever).")
-    copy_logs = Bool(True, config=True, help="Copy each pod's container log into the job's log (needs RBAC pods/log get).")
+    copy_logs = Bool(
+        True, config=True, help="Copy each pod's container log into the job's log (needs RBAC pods/log get)."
+    )
     log_interval = Float(5.0, config=True, help="Seconds between log fetches of a running pod.")
     workers = Int(4, config=True, help="Threads writing to the API server.")
 
@@ -221,7 +231,11 @@ class KubernetesBackend(Backend):
             t.start()
         self._watchers[0].synced.wait(self.cfg.sync_timeout)
         if not self._watchers[0].synced.is_set():
-            log.warning("the Kubernetes API server did not answer within %.0f s (%s); starting with no nodes", self.cfg.sync_timeout, self.api_error)
+            log.warning(
+                "the Kubernetes API server did not answer within %.0f s (%s); starting with no nodes",
+                self.cfg.sync_timeout,
+                self.api_error,
+            )
 
     def wait_synced(self, timeout: float = 30.0) -> bool:
         deadline = time.monotonic() + timeout
@@ -277,7 +291,9 @@ class KubernetesBackend(Backend):
     def launch(self, req: LaunchRequest) -> None:
         if self._state.stopping.is_set():
             raise BackendError("the kubernetes backend is closed")
-        spec = req.spec or JobSpec(notebook=Path(req.notebook).name, gpus=max(1, len(req.gpu_ids)), max_runtime=req.max_runtime)
+        spec = req.spec or JobSpec(
+            notebook=Path(req.notebook).name, gpus=max(1, len(req.gpu_ids)), max_runtime=req.max_runtime
+        )
         allocation = tuple(req.allocation or ())
         if len(allocation) > 1:
             raise BackendError(
@@ -300,7 +316,9 @@ class KubernetesBackend(Backend):
             pool, spot = self._placement_of(node)
             t = st.tracked.get(req.job_id)
             if t is None:
-                t = st.tracked[req.job_id] = Tracked(req.job_id, job["metadata"]["name"], job["metadata"]["namespace"], "run")
+                t = st.tracked[req.job_id] = Tracked(
+                    req.job_id, job["metadata"]["name"], job["metadata"]["namespace"], "run"
+                )
             t.want = "run"
             t.name, t.namespace = job["metadata"]["name"], job["metadata"]["namespace"]
             t.node, t.pool, t.spot = node, pool, spot
@@ -344,7 +362,11 @@ class KubernetesBackend(Backend):
                 for u in out:
                     log.debug("update %s %s %s", u.job_id or (u.node.name if u.node else ""), u.kind, u.message)
             for t in st.tracked.values():
-                if t.want == "run" and t.started_attempt == t.attempt and now - t.last_beat >= self.cfg.heartbeat_interval:
+                if (
+                    t.want == "run"
+                    and t.started_attempt == t.attempt
+                    and now - t.last_beat >= self.cfg.heartbeat_interval
+                ):
                     t.last_beat = now
                     out.append(BackendUpdate(t.job_id, "heartbeat", now))
             return out
@@ -394,7 +416,9 @@ class KubernetesBackend(Backend):
             text = Path(notebook).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise BackendError(f"cannot read the notebook {notebook}: {exc}") from None
-        job, cm = build_manifests("dry-run-" + digest(str(time.time_ns())), spec, text, dict(parameters or {}), self.cfg)
+        job, cm = build_manifests(
+            "dry-run-" + digest(str(time.time_ns())), spec, text, dict(parameters or {}), self.cfg
+        )
         if self.pod_customizer is not None:
             self.pod_customizer(job, spec, dict(parameters or {}))
         ns = job["metadata"]["namespace"]

@@ -60,5 +60,3 @@ class KubernetesConfig:
 
     def namespaces(self) -> list[str]:
         return sorted({self.namespace, *self.tenant_namespaces.values()})
-
-

@@ -152,7 +152,9 @@ def build_manifests(
     return job, configmap
 
 
-def placement_patch(node: str | None, pool: str | None, spot: bool, attempt: int, cfg: KubernetesConfig) -> dict[str, Any]:
+def placement_patch(
+    node: str | None, pool: str | None, spot: bool, attempt: int, cfg: KubernetesConfig
+) -> dict[str, Any]:
     """The admission patch: where the pod may run, and `suspend: false` (JSON merge patch)."""
     spec: dict[str, Any] = {
         "nodeSelector": {cfg.pool_label: pool} if pool is not None and pool != cfg.default_pool else None,
@@ -170,7 +172,9 @@ def placement_patch(node: str | None, pool: str | None, spot: bool, attempt: int
         }
     if node and cfg.pin_nodes:
         term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+        spec["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+        }
     if spot:
         spec["tolerations"] = [{"key": cfg.spot_taint, "operator": "Exists"}]
     return {

@@ -106,8 +106,6 @@ def split_log_lines(
     return out, since_ns, at_since, sec_bytes
 
 
-
-
 class PodLogCopier:
     """The log thread and what it knows of each pod: pod uid -> progress (finished pods stay, done, until they
     leave the cache). Only jobs this service launched are copied (an adopted job's log.txt is not ours)."""
@@ -229,13 +227,26 @@ class PodLogCopier:
         except KubeApiError as exc:
             with self._state.lock:
                 if exc.status == 404 or (final and exc.status != 0 and pl.failures >= 5):
-                    log.debug("pod %s/%s: log no longer readable (%s %s); done with it", pl.namespace, pl.name, exc.status, exc.message)
+                    log.debug(
+                        "pod %s/%s: log no longer readable (%s %s); done with it",
+                        pl.namespace,
+                        pl.name,
+                        exc.status,
+                        exc.message,
+                    )
                     self._done(key, pl)
                     return
                 if exc.status != 0:
                     pl.failures += 1
                 delay = min(0.5 * 2 ** min(pl.failures, 6), max(self.cfg.log_interval, self.cfg.max_backoff))
-                log.debug("pod %s/%s: cannot read its log yet (%s %s); again in %.1f s", pl.namespace, pl.name, exc.status, exc.message, delay)
+                log.debug(
+                    "pod %s/%s: cannot read its log yet (%s %s); again in %.1f s",
+                    pl.namespace,
+                    pl.name,
+                    exc.status,
+                    exc.message,
+                    delay,
+                )
                 pl.due = time.monotonic() + delay
             return
         except Exception as exc:  # the body broke off: as an unreachable API server
@@ -274,4 +285,3 @@ class PodLogCopier:
                 pl.due = time.monotonic() + (0.0 if truncated else self.cfg.log_interval)
                 if pl.final and not final:
                     pl.due = 0.0  # it ended while we read: once more, to the end
-

@@ -152,7 +152,13 @@ class Reconciler:
                         t.backoff = min(max(t.backoff * 2, 0.2), self.cfg.max_backoff)
                         retry = max(t.backoff, exc.retry_after or 0.0)
                 if exc.status not in (0, 409):
-                    log.warning("job %s: Kubernetes API error %s (%s); retrying in %.1f s", job_id, exc.status, exc.message, retry or 0)
+                    log.warning(
+                        "job %s: Kubernetes API error %s (%s); retrying in %.1f s",
+                        job_id,
+                        exc.status,
+                        exc.message,
+                        retry or 0,
+                    )
             except Exception:
                 log.exception("job %s: unexpected error talking to Kubernetes; retrying", job_id)
                 retry = self.cfg.max_backoff
@@ -191,7 +197,12 @@ class Reconciler:
                 if t.want == "delete":
                     t.want = "done"
             return None
-        log.debug("job %s: sync want=%s job=%s", job_id, want, "none" if kj is None else f"suspend={kj['spec'].get('suspend')} attempt={observed_attempt(kj)}/{attempt}")
+        log.debug(
+            "job %s: sync want=%s job=%s",
+            job_id,
+            want,
+            "none" if kj is None else f"suspend={kj['spec'].get('suspend')} attempt={observed_attempt(kj)}/{attempt}",
+        )
         if want == "suspend":
             if kj is None or kj["metadata"].get("deletionTimestamp"):
                 return None
@@ -204,7 +215,9 @@ class Reconciler:
         # want == "run"
         if kj is not None and kj["metadata"].get("deletionTimestamp"):
             return 0.3  # an earlier incarnation is still going away
-        if kj is not None and (cond_true(kj, "Failed") and (recreate or (manifests is not None and observed_attempt(kj) < attempt))):
+        if kj is not None and (
+            cond_true(kj, "Failed") and (recreate or (manifests is not None and observed_attempt(kj) < attempt))
+        ):
             with self._state.lock:
                 t.recreate = True
             try:
@@ -287,7 +300,10 @@ class Reconciler:
     def _clear_start_time(self, job_path: str) -> None:
         try:
             self._conn.request(
-                "PATCH", job_path + "/status", body={"status": {"startTime": None}}, content_type="application/merge-patch+json"
+                "PATCH",
+                job_path + "/status",
+                body={"status": {"startTime": None}},
+                content_type="application/merge-patch+json",
             )
         except KubeApiError as exc:
             if exc.status not in (404, 422):
@@ -303,8 +319,14 @@ class Reconciler:
                 job = self._conn.request("GET", job_path)
                 if (job.get("metadata") or {}).get("deletionTimestamp"):
                     raise  # the old one is still being deleted: retry
-                if (job["metadata"].get("annotations") or {}).get(A_JOB_ID) != job_manifest["metadata"]["annotations"][A_JOB_ID]:
-                    self._refused(job_manifest["metadata"]["annotations"][A_JOB_ID], KubeApiError(409, f"a Job named {ns}/{name} already exists and belongs to something else"), "creating")
+                if (job["metadata"].get("annotations") or {}).get(A_JOB_ID) != job_manifest["metadata"]["annotations"][
+                    A_JOB_ID
+                ]:
+                    self._refused(
+                        job_manifest["metadata"]["annotations"][A_JOB_ID],
+                        KubeApiError(409, f"a Job named {ns}/{name} already exists and belongs to something else"),
+                        "creating",
+                    )
                     return None
             elif exc.status in (400, 403, 404, 422):
                 self._refused(job_manifest["metadata"]["annotations"][A_JOB_ID], exc, "creating", job_manifest)
@@ -313,7 +335,13 @@ class Reconciler:
                 raise
         cm = json.loads(json.dumps(cm_manifest))
         cm["metadata"]["ownerReferences"] = [
-            {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": job["metadata"]["uid"], "blockOwnerDeletion": False}
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": name,
+                "uid": job["metadata"]["uid"],
+                "blockOwnerDeletion": False,
+            }
         ]
         cm_path = f"/api/v1/namespaces/{ns}/configmaps"
         try:
@@ -348,4 +376,3 @@ class Reconciler:
                 return
             self._state.report(t, "failed", message)
         self._state.note(t, message)
-

@@ -103,7 +103,9 @@ def node_news(
     for name, spec in sorted(current.items()):
         if name not in reported:
             spot = placement_of(name, nodes, reported, cfg)[1]
-            out.append(BackendUpdate("", "node_added", now, f"node {name} joined", node=spec, pool=Pool(spec.pool, spot=spot)))
+            out.append(
+                BackendUpdate("", "node_added", now, f"node {name} joined", node=spec, pool=Pool(spec.pool, spot=spot))
+            )
             reported[name] = spec
     return out
 
@@ -130,7 +132,7 @@ def pools_of(nodes: Mapping[str, Mapping], cfg: KubernetesConfig) -> list[Pool]:
 
 # --- jobs -------------------------------------------------------------------------------------------------
 def _exit_detail(pod: Mapping) -> str:
-    """"exit code 1 (Error)" for a pod whose container exited non-zero, else ""."""
+    """ "exit code 1 (Error)" for a pod whose container exited non-zero, else ""."""
     detail = ""
     for cs in (pod.get("status") or {}).get("containerStatuses") or ():
         term = (cs.get("state") or {}).get("terminated")
@@ -189,7 +191,9 @@ class Verdict:
     recheck: bool = False  # a worker should look at the Job (it vanished, or must be stopped)
 
 
-def evaluate(t: Tracked, kj: Mapping | None, pods: Mapping[str, Mapping], *, pin_nodes: bool, now: float) -> Verdict | None:
+def evaluate(
+    t: Tracked, kj: Mapping | None, pods: Mapping[str, Mapping], *, pin_nodes: bool, now: float
+) -> Verdict | None:
     """Turn what the caches show about one running job into news, updating its tracker (lock held)."""
     if kj is None:
         if t.seen and not t.recreate:

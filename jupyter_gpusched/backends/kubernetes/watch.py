@@ -112,7 +112,9 @@ class Watcher(threading.Thread):
         items: list[dict] = []
         cont = None
         while True:
-            data = self.conn.request("GET", self.path, query={"labelSelector": self.selector, "limit": 500, "continue": cont})
+            data = self.conn.request(
+                "GET", self.path, query={"labelSelector": self.selector, "limit": 500, "continue": cont}
+            )
             items.extend(data.get("items") or [])
             meta = data.get("metadata") or {}
             cont = meta.get("continue")

@@ -36,7 +36,9 @@ def forecast_report(
     origins = [n - horizon * j for j in range(skill_origins, 0, -1)]
     first = origins[0]
     # only backtest where the model used now would also have been used at the first origin
-    name_then, _ = choose_model(Series(series.start, series.step_s, series.values[:first]), fc.model) if first > 0 else (None, "")
+    name_then, _ = (
+        choose_model(Series(series.start, series.step_s, series.values[:first]), fc.model) if first > 0 else (None, "")
+    )
     if first <= 0 or name_then != fc.model:
         out["note"] += "; skill not shown yet: the history is too short to backtest this model"
         return out

@@ -57,7 +57,10 @@ def choose_model(series: Series, wanted: str = "auto") -> tuple[str | None, str]
         raise ValueError(f"unknown model {wanted!r}; use auto or one of {', '.join(MODELS)}")
     ok = series.values[~np.isnan(series.values)]
     if wanted == "auto" and float(ok.max() - ok.min()) == 0.0:
-        return "mean", f"demand has been constant ({ok[0]:g} GPUs) over the {_hours(span)} of history: forecasting that value"
+        return (
+            "mean",
+            f"demand has been constant ({ok[0]:g} GPUs) over the {_hours(span)} of history: forecasting that value",
+        )
     if wanted in ("auto", "prophet-ar", "prophet") and span < DAY:
         return "mean", f"only {_hours(span)} of history (a seasonal model needs a day): falling back to the mean"
     if wanted in ("auto", "prophet-ar", "prophet") and span < MIN_PROPHET_S:
@@ -102,7 +105,11 @@ class Forecast:
 
 
 def forecast(
-    series: Series, horizon: int, model: str = "auto", interval: float = DEFAULT_INTERVAL, max_history_s: float | None = 28 * DAY
+    series: Series,
+    horizon: int,
+    model: str = "auto",
+    interval: float = DEFAULT_INTERVAL,
+    max_history_s: float | None = 28 * DAY,
 ) -> Forecast:
     """Forecast the `horizon` buckets after the end of `series` (the last `max_history_s` of
     it are used). Falls back (and says so) when the history is too short or Prophet fails."""

@@ -58,7 +58,9 @@ class Series:
         return Series(self.time_of(cut), self.step_s, self.values[cut:])
 
 
-def regularize(times: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray, step_s: float = DEFAULT_STEP_S) -> Series:
+def regularize(
+    times: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray, step_s: float = DEFAULT_STEP_S
+) -> Series:
     """Bucket samples at epoch seconds `times` into a grid of `step_s` (aligned on multiples
     of `step_s`): the mean of each bucket, NaN where a bucket has no sample."""
     t = np.asarray(times, dtype=float)

@@ -248,5 +248,3 @@ def _ready_time(s: Scheduler, node: str, need: int) -> float:
         if free >= need:
             return end
     return INF
-
-

@@ -95,5 +95,3 @@ class PreemptiveListPolicy(Policy):
                 if best is None or cost < best[0]:
                     best = (cost, chosen)
         return best[1] if best is not None else []
-
-

@@ -94,7 +94,11 @@ class SpotHybridPolicy(DynamicPolicy):
         base = job.spec.checkpoint_interval
         if base is None or not job.allocation:
             return base
-        spot = {s.cluster.pool_of(n) for n, _ in job.allocation if n in s.cluster and s.cluster.pools[s.cluster.pool_of(n)].spot}
+        spot = {
+            s.cluster.pool_of(n)
+            for n, _ in job.allocation
+            if n in s.cluster and s.cluster.pools[s.cluster.pool_of(n)].spot
+        }
         if not spot:
             return base
         cap = self.safety * min(self.lifetime_bound(p) for p in spot)

@@ -23,12 +23,16 @@ class JobsHandler(GPUSchedHandler):
     async def get(self):
         state = self.get_query_argument("state", None)
         if state is not None and state.upper() not in STATES:
-            raise ApiError(400, "invalid_value", f"unknown state {state!r}; use one of {', '.join(sorted(STATES))}", "state")
+            raise ApiError(
+                400, "invalid_value", f"unknown state {state!r}; use one of {', '.join(sorted(STATES))}", "state"
+            )
         mine = self.get_query_argument("mine", "false").lower() in ("1", "true", "yes")
         owner = self.user_name if (mine or not self.is_admin) else None
         limit = self._int_arg("limit", DEFAULT_PAGE, 1, MAX_PAGE)
         offset = self._int_arg("offset", 0, 0, None)
-        jobs = self.service.jobs(state=state.upper() if state else None, tenant=self.get_query_argument("tenant", None), owner=owner)
+        jobs = self.service.jobs(
+            state=state.upper() if state else None, tenant=self.get_query_argument("tenant", None), owner=owner
+        )
         page = jobs[offset : offset + limit]
         self.finish(
             {
@@ -37,7 +41,6 @@ class JobsHandler(GPUSchedHandler):
                 "next_offset": offset + limit if offset + limit < len(jobs) else None,
             }
         )
-
 
     @web.authenticated
     @authorized
@@ -80,7 +83,13 @@ class JobEventsHandler(GPUSchedHandler):
     async def get(self, job_id: str):
         self.job_or_404(job_id)
         events = [
-            {"time": iso(e.time), "from": e.src.value if e.src else None, "to": e.dst.value, "reason": e.reason, "actor": e.actor}
+            {
+                "time": iso(e.time),
+                "from": e.src.value if e.src else None,
+                "to": e.dst.value,
+                "reason": e.reason,
+                "actor": e.actor,
+            }
             for e in self.service.events(job_id)
         ]
         self.finish({"events": events})
