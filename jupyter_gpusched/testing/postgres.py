@@ -73,22 +73,7 @@ class PostgresServer:
                 "--no-sync",
             ]
         )
-        options = f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-        self._run(
-            [
-                self.bindir / "pg_ctl",
-                "-D",
-                data,
-                "-o",
-                options,
-                "-l",
-                self.base / "server.log",
-                "-w",
-                "-t",
-                str(int(timeout)),
-                "start",
-            ]
-        )
+        self._pg_ctl_start(data, timeout)
         return self
 
     def _run(self, cmd: Sequence[Any]) -> None:
@@ -118,27 +103,20 @@ class PostgresServer:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def _pg_ctl_start(self, data: Path, timeout: float) -> None:
+        assert self.bindir is not None
+        options = f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        log = self.base / "server.log"
+        self._run(
+            [self.bindir / "pg_ctl", "-D", data, "-o", options, "-l", log, "-w", "-t", str(int(timeout)), "start"]
+        )
+
     def restart(self, timeout: float = 60) -> None:
         """Stop the server abruptly (as a crash would) and start it again on the same port."""
         assert self.bindir is not None, "start() the server first"
         data = self.base / "data"
         self._run([self.bindir / "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"])
-        options = f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-        self._run(
-            [
-                self.bindir / "pg_ctl",
-                "-D",
-                data,
-                "-o",
-                options,
-                "-l",
-                self.base / "server.log",
-                "-w",
-                "-t",
-                str(int(timeout)),
-                "start",
-            ]
-        )
+        self._pg_ctl_start(data, timeout)
 
     def stop(self) -> None:
         if self.bindir is not None and (self.base / "data" / "postmaster.pid").exists():
