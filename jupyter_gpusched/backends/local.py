@@ -48,6 +48,7 @@ from .base import (
     validate_parameters,
     write_atomic,
 )
+from .exitrecord import exit_record_path
 from .processes import HAVE_PROC, TOKEN_ENV, cmdline, environ_has, is_group_leader, pid_alive, terminate, token_pids
 
 log = logging.getLogger(__name__)
@@ -235,7 +236,8 @@ class LocalBackend(Backend):
                 log.warning("job %s: killed a runner of an earlier attempt before relaunching", req.job_id)
             try:
                 job_dir.mkdir(parents=True, exist_ok=True)
-                for stale in (heartbeat_path, error_path, kernel_pid_path, pid_path, launch_info_path):
+                stale_files = (heartbeat_path, error_path, kernel_pid_path, pid_path, launch_info_path, exit_record_path)
+                for stale in stale_files:
                     stale(job_dir).unlink(missing_ok=True)
                 write_atomic(params_path(job_dir), json.dumps(params))
             except OSError as exc:

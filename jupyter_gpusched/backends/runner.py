@@ -5,8 +5,14 @@
 
 What it leaves in DIR (layout in base.py): `pid` (this process), `kernel_pid` (the kernel,
 as soon as it is started), `heartbeat` (every interval and after each cell), `error.txt`
-(one line, on failure). The executed notebook is written to OUT as cells finish, also when
-a cell fails (papermill marks the failing cell).
+(one line, on failure) and, once the notebook has run to its end or failed on its own,
+`exit.json` (exitrecord.py: status, message, time; written durably before the runner exits,
+so a server that was down meanwhile learns the true outcome). The executed notebook is
+written to OUT as cells finish, also when a cell fails (papermill marks the failing cell).
+
+A signal stops the run (kernel first). If every cell had already run, or a cell had failed,
+the run is over all but the clean-up: the signal only cuts that short, and the exit record
+says how the notebook ended. Otherwise the run was interrupted and leaves no exit record.
 
 Exit status: 0 success; 1 a cell raised; 2 any other failure (no such kernel, the kernel
 died ...); 3 the runner's own max_runtime safety net fired; 128+N killed by signal N
@@ -28,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from .base import error_path, heartbeat_path, kernel_pid_path, pid_path, validate_parameters, write_atomic
+from .exitrecord import ExitRecord, write_exit_record
 from .local import format_seconds, max_runtime_message
-from .processes import terminate
+from .processes import TOKEN_ENV, terminate
 
 EXIT_OK = 0
 EXIT_CELL_ERROR = 1
@@ -62,6 +69,9 @@ class Run:
         self.nb: Any = None  # the notebook papermill is executing (set when the kernel is up)
         self.exiting = False
         self.stop = threading.Event()
+        self.started = time.time()
+        self.cell_error: str | None = None  # "NameError: x (cell 3)" once a cell has failed
+        self.failure = ""  # the last word given to fail()
 
     # --- files ------------------------------------------------------------------------------
     def beat(self) -> None:
@@ -78,11 +88,33 @@ class Run:
             print(f"gpusched-runner: cannot write heartbeat: {exc}", file=sys.stderr)
 
     def fail(self, message: str, label: str = "FAILED") -> None:
+        self.failure = message
         try:
             write_atomic(error_path(self.job_dir), _one_line(message) + "\n")
         except OSError:
             pass
         print(f"gpusched-runner: {label}: {message}", file=sys.stderr, flush=True)
+
+    def record_exit(self, ok: bool, message: str, code: int) -> None:
+        """The durable word on how the notebook ended (exitrecord.py); best effort, like every file here."""
+        record = ExitRecord(
+            status="succeeded" if ok else "failed",
+            message="" if ok else _one_line(message),
+            time=time.time(),
+            started=self.started,
+            exit_code=code,
+            cells_done=self.cells_done,
+            cells_total=self.cells_total,
+            token=os.environ.get(TOKEN_ENV),
+        )
+        try:
+            write_exit_record(self.job_dir, record)
+        except OSError as exc:
+            print(f"gpusched-runner: cannot write the exit record: {exc}", file=sys.stderr, flush=True)
+
+    def ran_to_the_end(self) -> bool:
+        """Has every code cell run (the kernel was up and executed them all)?"""
+        return self.nb is not None and self.cells_total is not None and self.cells_done >= self.cells_total
 
     def set_kernel_pid(self, pid: int | None) -> None:
         if not pid or pid == self.kernel_pid:
@@ -111,17 +143,29 @@ class Run:
         except Exception as exc:  # a notebook mid-update may not serialize; the last autosave stays
             print(f"gpusched-runner: could not save partial output: {exc}", file=sys.stderr)
 
-    def abort(self, message: str, code: int) -> None:
-        """End the run now, from a signal handler or the watchdog: kernel first, then us."""
+    def abort(self, message: str, code: int, interrupted: bool = True) -> None:
+        """End the run now, from a signal handler (`interrupted`) or the watchdog: kernel first, then us."""
         if self.exiting:
             return
         self.exiting = True
-        self.fail(message, label="stopping")
+        outcome: tuple[bool, str] | None
+        if not interrupted:  # the watchdog: the notebook's own failure
+            outcome = (False, message)
+        elif self.cell_error is not None:  # a cell had failed: that is how the notebook ended
+            outcome = (False, self.cell_error)
+        elif self.ran_to_the_end():  # only the clean-up was cut short
+            outcome = (True, "")
+        else:  # interrupted: no record; the service re-runs it by its retry policy
+            outcome = None
+        if outcome is None or not outcome[0]:
+            self.fail(message if outcome is None else outcome[1], label="stopping")
         self.stop_kernel()
         if self.connection_file:
             Path(self.connection_file).unlink(missing_ok=True)
         self.save_partial_output()
         self.beat()
+        if outcome is not None:
+            self.record_exit(outcome[0], outcome[1], code)
         sys.stderr.flush()
         os._exit(code)
 
@@ -134,7 +178,7 @@ class Run:
         while not self.stop.wait(self.interval):
             self.beat()
             if self.deadline is not None and time.monotonic() > self.deadline:
-                self.abort(max_runtime_message(self.max_runtime or 0), EXIT_MAX_RUNTIME)
+                self.abort(max_runtime_message(self.max_runtime or 0), EXIT_MAX_RUNTIME, interrupted=False)
 
     # --- nbclient hooks (called on the main thread) -------------------------------------------
     def on_notebook_start(self, notebook: Any = None, **_: Any) -> None:
@@ -143,8 +187,14 @@ class Run:
             self.cells_total = count_code_cells(notebook)
         self.beat()
 
-    def on_cell_executed(self, **_: Any) -> None:
+    def on_cell_executed(self, cell: Any = None, execute_reply: Any = None, **_: Any) -> None:
         self.cells_done += 1
+        content = (execute_reply or {}).get("content") or {}
+        allowed = cell is not None and "raises-exception" in cell.get("metadata", {}).get("tags", [])
+        if content.get("status") == "error" and not allowed and self.cell_error is None:
+            what = f"{content.get('ename', 'Error')}: {_one_line(content.get('evalue', ''))}".rstrip(": ")
+            where = cell.get("execution_count") if cell is not None else None
+            self.cell_error = f"{what} (cell {where or self.cells_done})"
         self.beat()
 
 
@@ -223,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         from papermill.exceptions import PapermillExecutionError
     except ImportError as exc:
         run.fail(f"the runner cannot import its dependencies: {exc}")
+        run.exiting = True
+        run.record_exit(False, run.failure, EXIT_ERROR)
         return EXIT_ERROR
     try:
         parameters = validate_parameters(json.loads(args.params.read_text(encoding="utf-8")) if args.params else {})
@@ -255,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
         code = EXIT_ERROR
     else:
         code = EXIT_OK
+    run.exiting = True  # the outcome is known: a signal from here on only cuts the clean-up short
     run.stop.set()
+    run.record_exit(code == EXIT_OK, run.failure, code)
     # nbclient shut the kernel down; stop anything the notebook left behind in its group.
     run.stop_kernel(grace=1.0)
     kernel_pid_path(job_dir).unlink(missing_ok=True)

@@ -11,6 +11,8 @@ notebook's: the job keeps its GPUs for a pause (`launch_backoff`, doubling), the
 line (`Scheduler.not_started`); after `launch_retries` such retries in a row it fails. These
 retries are counted apart from `max_retries` (re-runs after a job was lost to infrastructure
 while it ran). A `LaunchRefused` (the job can never start as it stands) fails it at once.
+
+One scheduler per store: a service that cannot claim its store waits as a standby (recovery.py).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ from .advisor import Advisor, ScalingSettings
 from .forecasting import Forecasts
 from .info import JobInfo
 from .prometheus import PrometheusSource
+from .recovery import FINISHED, LOST, NOT_STARTED, SchedulerStandby, settle, standby_message
+from .serverlog import log_into
 from .views import ServiceViews
 
 log = logging.getLogger("jupyter_gpusched")
@@ -79,9 +83,22 @@ class Service(ServiceViews):
         self.config = config
         self.backend = backend
         self.clock = clock
+        log_into(getattr(backend, "log", None))  # our INFO lines in the server's log, as its own
         self.store = Store(config.db_url)
         self.jobs_dir = Path(config.data_dir) / "jobs"
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self.standby: str | None = None  # why this service does not schedule: another one owns the store
+        self._build()
+        if self.store.claim(config.data_dir):
+            self._recover()
+        else:
+            self._stand_by()
+
+    def _build(self) -> None:
+        """A scheduler with no jobs yet, and what hangs off it."""
+        config, backend, clock = self.config, self.backend, self.clock
         tenants = list(config.tenants)
         nodes = backend.inventory()
         if not any(t.name == config.default_tenant for t in tenants):
@@ -97,18 +114,38 @@ class Service(ServiceViews):
         self.forecasts = Forecasts(self.usage, clock, lambda: self.scheduler.ledger.tenants, config.prometheus)
         self.advisor = Advisor(self.scheduler, self.forecasts, clock, config.scaling, getattr(backend, "elastic", True))
         self._requeue_at: dict[str, tuple[float, int, str]] = {}  # after a failed launch: (when, attempt, why)
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task | None = None
         self._last_usage_minute: int | None = None
         self._last_memory_check = -math.inf
+
+    # --- ownership: one scheduler per store (recovery.py) ---------------------------------------
+    def _stand_by(self) -> None:
+        self.standby = standby_message(self.store)
+        log.error("jupyter-gpusched: %s", self.standby)
+
+    def take_over(self) -> bool:
+        """On standby: claim the store if its owner has stopped, then load it. True if this service owns it now."""
+        if self.standby is None:
+            return True
+        if not self.store.claim(self.config.data_dir):
+            return False
+        log.warning("jupyter-gpusched: the other scheduler stopped; this one takes over %s", self.store.owner()[1])
+        self.standby = None
+        self._build()  # drop anything from an earlier term as owner: the store is the truth
         self._recover()
+        return True
+
+    def require_owner(self) -> None:
+        """Raise SchedulerStandby (HTTP 503, with the owner's pid) while another scheduler owns the store."""
+        if self.standby is not None:
+            raise SchedulerStandby(self.standby)
 
     # --- start / stop -------------------------------------------------------------------
     def _recover(self) -> None:
-        """Reload the store. Queued jobs keep their place; jobs that were running when the
-        previous server died are reaped and marked lost (requeued or failed by retries)."""
+        """Reload the store. Queued jobs keep their place; a job that was active when the previous
+        server stopped gets the state its run reached (recovery.settle): finished, not started, or lost."""
         now = self.clock()
         touched = []
+        outcomes = {FINISHED: 0, NOT_STARTED: 0, LOST: 0}
         rows = list(self.store.load_jobs())
         # A backend whose jobs outlive the service (Kubernetes) takes over those still running.
         adopted = self.backend.adopt({job.id: (job.state, job.allocation) for job, _ in rows}) or set()
@@ -118,15 +155,17 @@ class Service(ServiceViews):
                 self.scheduler.restore(job)  # keeps its GPUs; its news comes through poll()
             elif job.state.holds_gpus:
                 job_dir = Path(info.job_dir) if info.job_dir else self.jobs_dir / job.id
-                if self.backend.reap_orphan(job_dir):
-                    log.warning("killed the runner of job %s left from before the restart", job.id)
-                self.scheduler.recover(job, now, "the server stopped while the job was active")
+                outcomes[settle(self.scheduler, self.backend, job, info, job_dir, now)] += 1
                 touched.append(job)
             else:
                 self.scheduler.restore(job)
         self._persist(touched)
         if touched:
-            log.info("recovered %d jobs that were active before the restart", len(touched))
+            log.info(
+                "recovered %d jobs that were active before the restart: %s",
+                len(touched),
+                ", ".join(f"{n} {what}" for what, n in outcomes.items() if n),
+            )
 
     def _fits(self, job: Job) -> bool:
         """Can an adopted job keep its allocation (its nodes still exist, its GPUs are free)?"""
@@ -149,12 +188,13 @@ class Service(ServiceViews):
             except asyncio.CancelledError:
                 pass
             self._task = None
-        self.store.close()
+        self.store.close()  # and with it the claim: a standby may take over
 
     async def run(self) -> None:
         while True:
             try:
-                self.tick()
+                if self.take_over():  # (on standby: once the owner has stopped)
+                    self.tick()
             except Exception:  # never let one bad tick stop the scheduler
                 log.exception("scheduler tick failed")
             try:
@@ -169,6 +209,12 @@ class Service(ServiceViews):
 
     # --- one tick ---------------------------------------------------------------------------
     def tick(self) -> None:
+        if self.standby is not None:
+            return
+        if not self.store.still_owned():  # its lock file was removed, or another took the database's lock
+            self.store.release()
+            self._stand_by()
+            return
         now = self.clock()
         s = self.scheduler
         touched: dict[str, Job] = {}
@@ -192,12 +238,19 @@ class Service(ServiceViews):
         for decision in s.schedule(now):
             if isinstance(decision, (Admit, Preempt)):  # pools are fixed here: Scale is the simulator's
                 first.setdefault(decision.job_id, decision)
+        admitted = []
         for job_id, decision in first.items():
             job = touched[job_id] = s.jobs[job_id]
             if isinstance(decision, Preempt):  # it was running before this pass
                 self.backend.kill(job_id, decision.reason)
             if job.state is JobState.ADMITTED:
-                self._launch(job, now)
+                admitted.append(job)
+        if admitted:
+            # Written down before anything starts: a server that dies from here on finds these jobs
+            # active and asks their folders how far they got, instead of starting them again.
+            self._persist(touched.values())
+        for job in admitted:
+            self._launch(job, now)
         self._persist(touched.values())
         self._record_usage(now)
 
@@ -367,6 +420,7 @@ class Service(ServiceViews):
         gpu_type: str | None = None,
     ) -> Job:
         """Validate, queue and durably record a job. Raises SpecError on bad input."""
+        self.require_owner()
         try:
             prio = Priority.parse(priority)
         except ValueError as exc:
@@ -396,6 +450,7 @@ class Service(ServiceViews):
         return job
 
     def cancel(self, job_id: str, actor: str) -> Job:
+        self.require_owner()
         job = self.get(job_id)
         was_active = job.state.holds_gpus
         self.scheduler.cancel(job_id, self.clock(), actor=actor, reason=f"cancelled by {actor}")

@@ -2,7 +2,8 @@
 
 SQLAlchemy 2; SQLite (WAL) by default, any SQLAlchemy URL by config. The service writes
 through this one repository class before it acknowledges anything, so a crash loses
-nothing that a user was told about.
+nothing that a user was told about. Only one scheduler may own a store at a time (`claim`,
+ownership.py); readers (tests, tools) need no claim.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from ..core.model import Event, Job, JobSpec, JobState, Priority
+from .ownership import lock_for
 
 SCHEMA_VERSION = 1
 
@@ -205,8 +207,31 @@ class Store:
         with Session(self.engine) as db, db.begin():
             if db.get(MetaRow, "schema_version") is None:
                 db.add(MetaRow(key="schema_version", value=str(SCHEMA_VERSION)))
+        self._lock: Any = None
+
+    # --- ownership: one scheduler per store -----------------------------------------------
+    def claim(self, data_dir: str | Path | None = None) -> bool:
+        """Try, without waiting, to become the one scheduler that owns this store (and `data_dir`)."""
+        if self._lock is None:
+            self._lock = lock_for(self.engine, self.url, Path(data_dir) if data_dir is not None else None)
+        return bool(self._lock.try_acquire())
+
+    def still_owned(self) -> bool:
+        """Does this store's claim still hold (see ownership.py)?"""
+        return self._lock is not None and bool(self._lock.held())
+
+    def owner(self) -> tuple[str, str]:
+        """After a failed claim: (who owns it, e.g. "pid 123", and what: a folder or the database URL)."""
+        if self._lock is None:
+            return "pid unknown", self.url
+        return self._lock.owner(), self._lock.where()
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
 
     def close(self) -> None:
+        self.release()
         self.engine.dispose()
 
     # --- writes ---------------------------------------------------------------------
