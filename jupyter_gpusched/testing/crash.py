@@ -67,10 +67,11 @@ class CrashRun:
         server.start()
         done = threading.Event()
         acked: list[str] = []
+        refused: list[str] = []
         marks_before = self._mark_lines()
 
         def submit() -> None:
-            body = {"notebook": "mark.ipynb", "parameters": {"seconds": self.seconds}, "max_retries": 20}
+            body = {"notebook": "mark.ipynb", "parameters": {"seconds": self.seconds}, "max_retries": 10}
             for _ in range(self.per_round):
                 if done.is_set():
                     return
@@ -80,6 +81,8 @@ class CrashRun:
                     return  # the server died mid-request: not acknowledged
                 if r.status_code == 201:
                     acked.append(r.json()["id"])
+                else:
+                    refused.append(f"{r.status_code} {r.text}")
 
         sender = threading.Thread(target=submit, name="crash-burst", daemon=True)
         started = time.monotonic()
@@ -92,6 +95,7 @@ class CrashRun:
         done.set()
         sender.join(15)
         self.acknowledged += acked
+        assert not refused, f"submissions refused: {refused}"
         return len(acked)
 
     # --- the end: restart, wait, count --------------------------------------------------------------
