@@ -124,7 +124,9 @@ def test_postgresql_a_second_instance_is_a_standby_until_the_owners_session_ends
         from sqlalchemy import text
 
         conn.execute(
-            text("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()")
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()"
+            )
         )
     assert wait_until(second.take_over, 10, "the standby to take over", 0.1)
     assert second.get(job.id).state is JobState.QUEUED

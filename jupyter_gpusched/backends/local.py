@@ -236,9 +236,9 @@ class LocalBackend(Backend):
                 log.warning("job %s: killed a runner of an earlier attempt before relaunching", req.job_id)
             try:
                 job_dir.mkdir(parents=True, exist_ok=True)
-                stale_files = (heartbeat_path, error_path, kernel_pid_path, pid_path, launch_info_path, exit_record_path)
-                for stale in stale_files:
+                for stale in (heartbeat_path, error_path, kernel_pid_path, pid_path, launch_info_path):
                     stale(job_dir).unlink(missing_ok=True)
+                exit_record_path(job_dir).unlink(missing_ok=True)  # an earlier launch's outcome is not this one's
                 write_atomic(params_path(job_dir), json.dumps(params))
             except OSError as exc:
                 raise BackendError(f"cannot prepare the job folder {job_dir}: {exc}") from None
