@@ -22,8 +22,6 @@ the job is requeued and resumes from its checkpoint without using a retry.
 
 from __future__ import annotations
 
-import json
-import keyword
 import os
 import threading
 from abc import ABCMeta, abstractmethod
@@ -36,6 +34,8 @@ from traitlets import MetaHasTraits
 from traitlets.config import LoggingConfigurable
 
 from ..core.model import Allocation, JobSpec, JobState, NodeSpec, Pool
+from ..core.parameters import check_parameters
+from ..core.scheduler import SpecError
 
 __all__ = [
     "Backend",
@@ -218,37 +218,9 @@ def write_atomic(path: Path, text: str) -> None:
 
 def validate_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
     """Check that `parameters` can be injected into a notebook safely and return them as a
-    plain JSON-compatible dict.
-
-    Names become variable names in the injected cell, so each must be a Python identifier
-    (not a keyword). Values must be JSON data (str, int, float, bool, None, and lists / dicts
-    of those); papermill renders them as literals, never as code. Raises ValueError.
-    """
-    if not isinstance(parameters, Mapping):
-        raise ValueError("parameters must be a mapping of names to values")
-    out: dict[str, Any] = {}
-    for name, value in parameters.items():
-        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-            raise ValueError(f"parameter name {name!r} is not a valid Python identifier")
-        _check_json_value(name, value)
-        out[name] = value
-    # Round-trip so what the runner reads is exactly what we checked (tuples become lists).
-    return json.loads(json.dumps(out))
-
-
-def _check_json_value(name: str, value: Any, depth: int = 0) -> None:
-    if depth > 32:
-        raise ValueError(f"parameter {name!r} is nested too deeply")
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return  # papermill renders non-finite floats as float('nan') / float('inf')
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            _check_json_value(name, v, depth + 1)
-        return
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise ValueError(f"parameter {name!r} has a non-string key {k!r}")
-            _check_json_value(name, v, depth + 1)
-        return
-    raise ValueError(f"parameter {name!r} has a value of type {type(value).__name__}; use JSON values")
+    plain JSON-compatible dict (tuples become lists). The rule is the core's, the same the
+    REST API applies at submit (`core/parameters.py`). Raises ValueError."""
+    try:
+        return check_parameters(parameters)
+    except SpecError as exc:
+        raise ValueError(exc.message) from None

@@ -16,6 +16,9 @@ from .model import Priority
 PRIORITY_CHOICES: tuple[str, ...] = tuple(p.label for p in sorted(Priority, reverse=True))
 DEFAULT_PRIORITY = Priority.NORMAL.label
 MAX_RETRIES_LIMIT = 10
+MAX_RUNTIME_LIMIT = 365 * 24 * 3600  # seconds: one year (a larger one would overflow the API's times)
+MAX_TENANT_CHARS = 255  # the job store's column widths
+MAX_GPU_TYPE_CHARS = 64
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ when it is submitted; the job keeps that resolved path. A queued job starts late
 then its owner may have replaced the file, or a folder on its path, with a link to someone
 else's notebook. `ContainedBackend` wraps the real backend and refuses to launch a job
 whose path no longer resolves to itself (`LaunchRefused`: no retry); the service then fails
-the job with that reason.
+the job with that reason. The rule is `backends/containment.py`'s, which the service applies to
+every launch too; this wrapper checks once more right before the backend starts the job.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.base import LaunchRefused
+from ..backends.containment import notebook_at_launch
 
 
 class ContainedBackend:
@@ -27,12 +29,8 @@ class ContainedBackend:
 
     def launch(self, request) -> Any:
         spec = getattr(request, "spec", None)
-        submitted = Path(spec.notebook) if spec is not None else None
-        if submitted is not None and submitted.is_absolute():
-            now = Path(request.notebook)
-            if now != submitted or submitted.resolve() != submitted:
-                raise LaunchRefused(
-                    f"the notebook {submitted} is no longer the file checked at submission (it or a folder on its "
-                    "path was replaced by a link); submit it again"
-                )
+        if spec is not None and Path(spec.notebook).is_absolute():
+            # the service's own check (the same rule), again right before the backend starts it
+            if notebook_at_launch("/", spec.notebook) != Path(request.notebook):
+                raise LaunchRefused(f"the notebook {spec.notebook} is not the file the job was given; submit it again")
         return self._inner.launch(request)

@@ -15,6 +15,9 @@ from .validation import ApiError
 
 # The HTTP status of each kind of service error (UpstreamError carries its own: 502 or 503).
 SERVICE_ERROR_STATUS: dict[type[ServiceError], int] = {InvalidArgument: 400, NotConfigured: 400, NotFound: 404}
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+MAX_URI_CHARS = 8192  # a longer request URI gets 414 (what reaches us: see routes.answer_long_request_lines)
+TRUE_WORDS, FALSE_WORDS = ("true", "1", "yes"), ("false", "0", "no")
 
 
 class GPUSchedHandler(Identity, APIHandler):
@@ -43,8 +46,15 @@ class GPUSchedHandler(Identity, APIHandler):
             body = {"error": _code(exc.status_code), "message": exc.log_message or self._reason, "field": None}
         else:
             body = {"error": "internal", "message": "internal server error; see the server log", "field": None}
+        if status_code == 405:  # RFC 9110: a 405 names the methods the resource has
+            self.set_header("Allow", ", ".join(self.allowed_methods()))
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(body))
+
+    @classmethod
+    def allowed_methods(cls) -> list[str]:
+        unimplemented = web.RequestHandler.get  # tornado's 405 for every method a handler lacks
+        return [m for m in HTTP_METHODS if getattr(cls, m.lower(), unimplemented) is not unimplemented]
 
     @property
     def _anonymous(self) -> bool:
@@ -67,6 +77,14 @@ class GPUSchedHandler(Identity, APIHandler):
             raise ApiError(400, "invalid_value", f"{name} must be {bound}", name)
         return value
 
+    def _bool_arg(self, name: str, default: bool) -> bool:
+        raw = self.get_query_argument(name, None)
+        if raw is None:
+            return default
+        if raw.lower() in TRUE_WORDS or raw.lower() in FALSE_WORDS:
+            return raw.lower() in TRUE_WORDS
+        raise ApiError(400, "wrong_type", f"{name} must be true or false", name)
+
     def job_or_404(self, job_id: str):
         try:
             job = self.service.get(job_id)
@@ -77,6 +95,21 @@ class GPUSchedHandler(Identity, APIHandler):
         return job
 
 
+class UnknownPathHandler(GPUSchedHandler):
+    """Unknown paths under the API: 403 for a caller who is not signed in (as on every known path,
+    so the API's shape is not probed anonymously), else our JSON 404; 414 for an over-long URI."""
+
+    async def prepare(self):
+        await super().prepare()
+        if self.current_user is None:
+            raise web.HTTPError(403)
+        if len(self.request.uri or "") > MAX_URI_CHARS:
+            error = ApiError(414, "uri_too_long", f"the request URI is over {MAX_URI_CHARS} characters")
+        else:
+            error = ApiError(404, "not_found", f"no API endpoint at {self.request.path[:200]}")
+        self.fail(error)
+
+
 def _code(status: int) -> str:
     return {
         400: "bad_request",
@@ -85,6 +118,8 @@ def _code(status: int) -> str:
         404: "not_found",
         405: "method_not_allowed",
         409: "conflict",
+        413: "too_large",
+        414: "uri_too_long",
     }.get(status, "error")
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from jupyter_server.utils import url_path_join
 
-from .handlers.cluster import ClusterHandler, MeHandler, MetricsHandler, NotFoundHandler, QueuesHandler, UsageHandler
+from .base import UnknownPathHandler
+from .handlers.cluster import ClusterHandler, MeHandler, MetricsHandler, QueuesHandler, UsageHandler
 from .handlers.forecast import ForecastHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobLogHandler, JobOutputHandler, JobsHandler
 from .handlers.scaling import ScalingHandler
@@ -12,7 +15,8 @@ from .handlers.scaling import ScalingHandler
 
 def handlers(base_url: str) -> list[tuple[str, type]]:
     api = url_path_join(base_url, "gpusched", "api")
-    job = r"/jobs/(?P<job_id>[A-Za-z0-9_.\-]+)"
+    # Job ids are 12 hex digits; the store holds up to 64 characters. A longer one is no job: the JSON 404.
+    job = r"/jobs/(?P<job_id>[A-Za-z0-9_.\-]{1,64})"
     return [
         (api + "/jobs", JobsHandler),
         (api + job, JobHandler),
@@ -26,5 +30,19 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + "/forecast", ForecastHandler),
         (api + "/scaling", ScalingHandler),
         (url_path_join(base_url, "gpusched", "metrics"), MetricsHandler),
-        (api + "(/.*)?", NotFoundHandler),
+        (api + "(/.*)?", UnknownPathHandler),
     ]
+
+
+# tornado closes, without a word, a connection whose request line and headers pass 64 KiB.
+LONG_REQUEST_LINE_BYTES = 256 * 1024
+
+
+def answer_long_request_lines(server: Any, limit: int = LONG_REQUEST_LINE_BYTES) -> None:
+    """Let a request with a URI up to `limit` bytes reach the handlers, so an over-long one gets an
+    answer (414 under the API) instead of a closed connection. `server`: the ServerApp once its
+    HTTP server exists (the extension's start hook), or a tornado HTTPServer."""
+    http_server = getattr(server, "http_server", server)  # ServerApp.http_server raises before it exists
+    params = getattr(http_server, "conn_params", None)
+    if params is not None and (params.max_header_size or 0) < limit:
+        params.max_header_size = limit

@@ -1,18 +1,25 @@
 """Request parsing: turn a JSON body into submit arguments or a clear 4xx error.
 
 Only shape and types are checked here, plus the notebook path (a server-root concern).
-Whether a job can ever run (GPU counts, tenant limits) is the core's call (SpecError).
+Whether a job can ever run (GPU counts, tenant limits) is the core's call (SpecError), and so
+is the parameters' rule (`core/parameters.py`, which the runner applies again at launch).
+Hostile input gets a 4xx too: JSON nested past what the parser can take, non-finite numbers,
+NUL bytes and lone surrogates, over-long paths, link loops, numbers past every limit.
 """
 
 from __future__ import annotations
 
 import json
-import keyword
 import math
+import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import nbformat
+
+from ..core.parameters import ParametersTooLarge, check_parameters
+from ..core.scheduler import SpecError
+from ..core.spec_fields import MAX_GPU_TYPE_CHARS, MAX_RUNTIME_LIMIT, MAX_TENANT_CHARS
 
 
 class ApiError(Exception):
@@ -41,16 +48,50 @@ SUBMIT_FIELDS = {
     "gpu_type",
 }
 MAX_RETRIES_LIMIT = 10
+MAX_SUBMIT_BYTES = 1024 * 1024  # a submit body; its parameters may be 64 KiB (core/parameters.py)
+MAX_PATH_BYTES = 4096  # Linux's PATH_MAX and NAME_MAX: past them the OS refuses the name
+MAX_NAME_BYTES = 255
 
 
-def parse_json_object(raw: bytes) -> dict[str, Any]:
+def _not_finite(literal: str) -> float:
+    raise ApiError(400, "invalid_value", f"{literal[:40]} is not a finite number; JSON numbers must be finite")
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    return value if math.isfinite(value) else _not_finite(literal)
+
+
+def parse_json_object(raw: bytes, limit: int = MAX_SUBMIT_BYTES) -> dict[str, Any]:
+    if len(raw) > limit:
+        raise ApiError(413, "too_large", f"the request body is {len(raw)} bytes; the limit is {limit}")
     try:
-        body = json.loads(raw or b"null")
+        body = json.loads(raw or b"null", parse_constant=_not_finite, parse_float=_finite_float)
+    except RecursionError:
+        raise ApiError(400, "bad_json", "the request body is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, "bad_json", f"the request body is not valid JSON: {exc}") from None
+        raise ApiError(400, "bad_json", f"the request body is not valid JSON: {str(exc)[:200]}") from None
     if not isinstance(body, dict):
         raise ApiError(400, "bad_json", "the request body must be a JSON object")
+    for key, value in body.items():  # no store or notebook file can hold a lone surrogate
+        try:
+            json.dumps([key, value], ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            field = key if _is_text(key) else None
+            raise ApiError(
+                400, "invalid_value", "the request body has a lone surrogate (not Unicode text)", field
+            ) from None
+        except RecursionError:
+            raise ApiError(400, "bad_json", "the request body is nested too deeply") from None
     return body
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _wrong_type(field: str, expected: str, value: Any) -> ApiError:
@@ -67,13 +108,18 @@ def _int(body: dict, field: str, default: int, low: int, high: int | None = None
     return value
 
 
-def _optional_str(body: dict, field: str) -> str | None:
+def _optional_str(body: dict, field: str, max_chars: int) -> str | None:
     value = body.get(field)
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise _wrong_type(field, "a non-empty string", value)
-    return value.strip()
+    value = value.strip()
+    if len(value) > max_chars:
+        raise ApiError(400, "invalid_value", f"{field} is {len(value)} characters; the limit is {max_chars}", field)
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ApiError(400, "invalid_value", f"{field} must not contain control characters", field)
+    return value
 
 
 def parse_submit(body: dict[str, Any]) -> dict[str, Any]:
@@ -102,11 +148,12 @@ def parse_submit(body: dict[str, Any]) -> dict[str, Any]:
     if max_runtime is not None:
         if isinstance(max_runtime, bool) or not isinstance(max_runtime, (int, float)):
             raise _wrong_type("max_runtime", "a number of seconds", max_runtime)
-        if not (max_runtime > 0 and math.isfinite(max_runtime)):
+        if not 0 < max_runtime <= MAX_RUNTIME_LIMIT:  # exact even for a 400-digit whole number
             raise ApiError(
                 400,
                 "invalid_value",
-                f"max_runtime must be a positive number of seconds, not {max_runtime}",
+                f"max_runtime must be a positive number of seconds up to {MAX_RUNTIME_LIMIT} (a year), "
+                f"not {str(max_runtime)[:40]}",
                 "max_runtime",
             )
     preemptible = body.get("preemptible", False)
@@ -116,32 +163,59 @@ def parse_submit(body: dict[str, Any]) -> dict[str, Any]:
         "notebook": notebook.strip(),
         "gpus": _int(body, "gpus", 1, 1),
         "priority": priority.lower(),
-        "tenant": _optional_str(body, "tenant"),
+        "tenant": _optional_str(body, "tenant", MAX_TENANT_CHARS),
         "parameters": parse_parameters(body.get("parameters", {})),
         "max_runtime": float(max_runtime) if max_runtime is not None else None,
         "preemptible": preemptible,
         "max_retries": _int(body, "max_retries", 2, 0, MAX_RETRIES_LIMIT),
-        "gpu_type": _optional_str(body, "gpu_type"),
+        "gpu_type": _optional_str(body, "gpu_type", MAX_GPU_TYPE_CHARS),
     }
 
 
 def parse_parameters(value: Any) -> dict[str, Any]:
-    """Papermill parameters: an object whose keys are Python identifiers."""
+    """Papermill parameters, by the core's rule (the one the runner applies at launch)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise _wrong_type("parameters", "an object of name: value", value)
-    for key in value:
-        if not key.isidentifier() or keyword.iskeyword(key):
-            raise ApiError(
-                400, "invalid_value", f"parameter name {key!r} is not a valid Python identifier", f"parameters.{key}"
-            )
-    return value
+    try:
+        return check_parameters(value)
+    except ParametersTooLarge as err:
+        raise ApiError(413, "too_large", err.message, err.field) from None
+    except SpecError as err:
+        raise ApiError(400, "invalid_value", err.message, err.field) from None
+
+
+def check_gpu_type(gpu_type: str | None, known: set[str]) -> None:
+    """A cluster whose pools declare GPU types takes only those (one with none takes any)."""
+    if gpu_type is not None and known and gpu_type not in known:
+        raise ApiError(
+            400,
+            "invalid_value",
+            f"unknown gpu_type {gpu_type!r}; this cluster has: {', '.join(sorted(known))}",
+            "gpu_type",
+        )
+
+
+def _check_path_text(path: str) -> None:
+    """A path the OS can take: no NUL, valid Unicode, within PATH_MAX and NAME_MAX."""
+    if "\x00" in path:
+        raise ApiError(400, "invalid_value", "notebook path contains a NUL character", "notebook")
+    if not _is_text(path):
+        raise ApiError(400, "invalid_value", "notebook path is not valid Unicode text (a lone surrogate)", "notebook")
+    encoded = path.encode("utf-8")
+    if len(encoded) > MAX_PATH_BYTES:
+        raise ApiError(
+            400, "invalid_value", f"notebook path is {len(encoded)} bytes; the limit is {MAX_PATH_BYTES}", "notebook"
+        )
+    if any(len(part) > MAX_NAME_BYTES for part in encoded.split(b"/")):
+        raise ApiError(400, "invalid_value", f"a name in the notebook path is over {MAX_NAME_BYTES} bytes", "notebook")
 
 
 def resolve_notebook(root_dir: str | Path, path: str) -> str:
     """The notebook's path relative to the server root, checked to exist, to be a notebook,
     and to stay inside the root (no `..`, no absolute path, no symlink out)."""
+    _check_path_text(path)
     root = Path(root_dir).resolve()
     posix = PurePosixPath(path.replace("\\", "/"))
     if posix.is_absolute() or (len(path) > 1 and path[1] == ":"):
@@ -150,12 +224,21 @@ def resolve_notebook(root_dir: str | Path, path: str) -> str:
         )
     if ".." in posix.parts:
         raise ApiError(400, "invalid_value", f"notebook path {path!r} leaves the server root", "notebook")
-    full = (root / posix).resolve()
+    try:
+        full = Path(os.path.realpath(root / posix, strict=True))
+        is_file = full.is_file()
+    except (FileNotFoundError, NotADirectoryError):
+        raise ApiError(400, "not_found", f"no notebook at {path!r} under the server root", "notebook") from None
+    except (OSError, RuntimeError) as exc:  # a link loop, a resolved path too long, no permission
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ApiError(
+            400, "invalid_value", f"notebook path {path!r} cannot be resolved: {reason}", "notebook"
+        ) from None
     if not full.is_relative_to(root):
         raise ApiError(
             400, "invalid_value", f"notebook path {path!r} leaves the server root (through a link)", "notebook"
         )
-    if not full.is_file():
+    if not is_file:
         raise ApiError(400, "not_found", f"no notebook at {path!r} under the server root", "notebook")
     if full.suffix != ".ipynb":
         raise ApiError(400, "invalid_value", f"{path!r} is not a notebook (.ipynb)", "notebook")

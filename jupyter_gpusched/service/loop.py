@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.base import Backend, BackendError, BackendUpdate, LaunchRefused, LaunchRequest
+from ..backends.containment import notebook_at_launch
 from ..core import (
     Admit,
     Cluster,
@@ -330,9 +331,10 @@ class Service(ServiceViews):
         job_dir.mkdir(parents=True, exist_ok=True)
         info = self.info.setdefault(job.id, JobInfo())
         info.job_dir, info.heartbeat_at, info.progress, info.message = str(job_dir), now, None, ""
-        notebook = (self.config.root_dir / job.spec.notebook).resolve()
         gpu_ids = tuple(g for _, ids in job.allocation for g in ids)
         try:
+            # checked again now: a link swapped in since submission is refused, never followed
+            notebook = notebook_at_launch(self.config.root_dir, job.spec.notebook)
             self.backend.launch(
                 LaunchRequest(
                     job_id=job.id,

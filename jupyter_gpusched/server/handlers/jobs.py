@@ -9,7 +9,7 @@ from tornado import web
 from ...core import JobState
 from ..base import GPUSchedHandler, api_errors
 from ..serialize import iso, job_json
-from ..validation import ApiError, parse_json_object, parse_submit, resolve_notebook
+from ..validation import ApiError, check_gpu_type, parse_json_object, parse_submit, resolve_notebook
 
 STATES = {s.value for s in JobState}
 DEFAULT_PAGE = 1000  # jobs per list response unless ?limit= says otherwise
@@ -26,7 +26,7 @@ class JobsHandler(GPUSchedHandler):
             raise ApiError(
                 400, "invalid_value", f"unknown state {state!r}; use one of {', '.join(sorted(STATES))}", "state"
             )
-        mine = self.get_query_argument("mine", "false").lower() in ("1", "true", "yes")
+        mine = self._bool_arg("mine", False)
         owner = self.user_name if (mine or not self.is_admin) else None
         limit = self._int_arg("limit", DEFAULT_PAGE, 1, MAX_PAGE)
         offset = self._int_arg("offset", 0, 0, None)
@@ -47,6 +47,8 @@ class JobsHandler(GPUSchedHandler):
     @api_errors
     async def post(self):
         args = parse_submit(parse_json_object(self.request.body))
+        pools = self.service.scheduler.cluster.pools.values()
+        check_gpu_type(args["gpu_type"], {p.gpu_type for p in pools if p.gpu_type})
         root = self.notebook_root()
         args["notebook"] = resolve_notebook(root, args["notebook"])
         if self.multi_user:  # the service has no single root: keep the full path in the user's folder
