@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -420,7 +421,7 @@ class LocalBackend(Backend):
                         message = max_runtime_message(run.req.max_runtime or 0)
                         _append_log(run.req.job_dir, f"job {job_id}: {message}; killing it")
                         failed = BackendUpdate(job_id, "failed", time.time(), message)
-                        self._stop_in_background(run, failed, lambda run=run: self._stop([run]))
+                        self._stop_in_background(run, failed, partial(self._stop, [run]))
                     continue
                 now = time.time()
                 if rc == 0:
@@ -432,9 +433,8 @@ class LocalBackend(Backend):
                 # when something is left, so a kernel that ignores SIGTERM does not stall the caller).
                 kernel = run.kernel_pid()
                 if any_alive([kernel], tokens=[run.token]):
-                    self._stop_in_background(
-                        run, final, lambda kernel=kernel, run=run: terminate([kernel], tokens=[run.token], grace=1.0)
-                    )
+                    left = partial(terminate, [kernel], tokens=[run.token], grace=1.0)
+                    self._stop_in_background(run, final, left)
                     continue
                 del self._runs[job_id]
                 updates.append(final)
