@@ -1,5 +1,5 @@
 """The log and output endpoints stream their files in chunks and honour `Range` and `offset` + `length`
-(issue 11, defect 4); offsets past any file give a 4xx, not a 500 (defect 6)."""
+(issue 11, defect 4); offsets past any file give a 4xx, not a 500 (defect 6); a job's log is capped on disk."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import tracemalloc
 
 import pytest
 
+from jupyter_gpusched.backends import LaunchRequest, LocalBackend, log_path
+from jupyter_gpusched.backends.logcap import trim_log
 from jupyter_gpusched.server.handlers.jobs import MAX_LOG_READ
 from jupyter_gpusched.server.streaming import Unsatisfiable, parse_range
 from jupyter_gpusched.testing.notebooks import make_notebook
-from jupyter_gpusched.testing.waits import wait_for_state
+from jupyter_gpusched.testing.waits import run_to_end, wait_for_state
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -129,3 +131,35 @@ async def test_a_big_output_is_sent_without_loading_it(api, jp_fetch, service, j
         tracemalloc.stop()
     assert r.code == 200 and received == 48 * MiB
     assert peak < 8 * MiB, f"{peak / MiB:.1f} MiB allocated while sending a 48 MiB file"
+
+
+def test_trim_log_keeps_the_tail_under_a_marker(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"".join(b"line %06d\n" % i for i in range(10_000)))  # 120,000 bytes
+    assert trim_log(log, 200_000) == 120_000  # under the cap: untouched
+    size = trim_log(log, 20_000)
+    text = log.read_text()
+    first, rest = text.split("\n", 1)
+    assert "passed its cap of 20000 bytes" in first and "dropped" in first
+    assert rest.startswith("line ") and rest.endswith("line 009999\n")
+    assert 10_000 - 12 <= len(rest) <= 10_000 and size == len(text)
+
+
+def test_a_runners_log_is_capped_on_disk(tmp_path):
+    """A notebook that prints ~2 MB under a 256 KB cap: the log stays near the cap, says its head was
+    dropped, and keeps the end (the last printed line and the runner's exit line)."""
+    backend = LocalBackend(heartbeat_interval=0.3, max_log_bytes=256_000)
+    nb = make_notebook(
+        tmp_path / "nb" / "loud.ipynb", "for i in range(20_000):\n    print('line', i, 'x' * 80)\nprint('the end')"
+    )
+    req = LaunchRequest("loud", nb, nb.parent, {}, (0,), tmp_path / "jobs" / "loud", 120.0)
+    try:
+        backend.launch(req)
+        updates = run_to_end(backend, {"loud"}, timeout=120)
+        assert updates["loud"][-1].kind == "succeeded", updates
+    finally:
+        backend.close()
+    data = log_path(req.job_dir).read_bytes()
+    assert len(data) <= 256_000 + 1024, len(data)
+    assert b"dropped" in data.split(b"\n", 1)[0]
+    assert b"the end" in data and b"gpusched-runner: exit 0" in data

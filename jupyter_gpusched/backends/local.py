@@ -51,6 +51,7 @@ from .base import (
     validate_parameters,
     write_atomic,
 )
+from .logcap import DEFAULT_MAX_LOG_BYTES
 from .processes import (
     HAVE_PROC,
     TOKEN_ENV,
@@ -165,6 +166,12 @@ class LocalBackend(Backend):
     )
     python = Unicode(sys.executable, config=True, help="Python that runs the runner (needs papermill).")
     heartbeat_interval = Float(5.0, config=True, help="Seconds between a running job's heartbeats.")
+    max_log_bytes = Int(
+        DEFAULT_MAX_LOG_BYTES,
+        config=True,
+        help="Cap of a job's log.txt in bytes: past it the head is dropped (the last half of the cap is kept, "
+        "under a line that says so). 0: no cap.",
+    )
 
     @validate("virtual_gpus")
     def _check_virtual_gpus(self, proposal: dict[str, Any]) -> int:
@@ -290,6 +297,8 @@ class LocalBackend(Backend):
                 str(cwd),
                 "--heartbeat-interval",
                 repr(self.heartbeat_interval),
+                "--max-log-bytes",
+                str(max(self.max_log_bytes, 0)),
             ]
             if req.kernel_name:
                 cmd += ["--kernel", req.kernel_name]

@@ -27,8 +27,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from .base import error_path, heartbeat_path, kernel_pid_path, pid_path, validate_parameters, write_atomic
+from .base import error_path, heartbeat_path, kernel_pid_path, log_path, pid_path, validate_parameters, write_atomic
 from .local import format_seconds, max_runtime_message
+from .logcap import DEFAULT_MAX_LOG_BYTES, LogPump
 from .processes import terminate
 
 EXIT_OK = 0
@@ -62,6 +63,7 @@ class Run:
         self.nb: Any = None  # the notebook papermill is executing (set when the kernel is up)
         self.exiting = False
         self.stop = threading.Event()
+        self.pump: LogPump | None = None  # our and the kernel's output -> log.txt, capped
 
     # --- files ------------------------------------------------------------------------------
     def beat(self) -> None:
@@ -123,6 +125,8 @@ class Run:
         self.save_partial_output()
         self.beat()
         sys.stderr.flush()
+        if self.pump is not None:
+            self.pump.close()
         os._exit(code)
 
     def on_signal(self, signum: int, frame: Any) -> None:
@@ -197,6 +201,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cwd", type=Path, default=None)
     p.add_argument("--heartbeat-interval", type=float, default=5.0)
     p.add_argument("--max-runtime", type=float, default=None, help="safety net: exit past this many seconds")
+    p.add_argument(
+        "--max-log-bytes", type=int, default=DEFAULT_MAX_LOG_BYTES, help="cap of log.txt (its head is dropped); 0: none"
+    )
     return p.parse_args(argv)
 
 
@@ -209,6 +216,16 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, run.on_signal)
     write_atomic(pid_path(job_dir), f"{os.getpid()}\n")
     run.beat()
+    # From here on our output and the kernel's (which inherits our stdout) reach log.txt through the pump.
+    run.pump = LogPump(log_path(job_dir), args.max_log_bytes)
+    try:
+        return _run(run, args)
+    finally:
+        run.pump.close()
+
+
+def _run(run: Run, args: argparse.Namespace) -> int:
+    job_dir: Path = args.job_dir
     threading.Thread(target=run.heartbeat_loop, name="gpusched-heartbeat", daemon=True).start()
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
