@@ -25,7 +25,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +52,18 @@ from .base import (
     write_atomic,
 )
 from .exitrecord import exit_record_path
-from .processes import HAVE_PROC, TOKEN_ENV, cmdline, environ_has, is_group_leader, pid_alive, terminate, token_pids
+from .logcap import DEFAULT_MAX_LOG_BYTES
+from .processes import (
+    HAVE_PROC,
+    TOKEN_ENV,
+    any_alive,
+    cmdline,
+    environ_has,
+    is_group_leader,
+    pid_alive,
+    terminate,
+    token_pids,
+)
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +141,11 @@ class _Run:
     deadline: float | None  # time.monotonic() past which the job is killed
     reported_started: bool = False
     last_beat: float | None = None
+    # Set when the backend itself stops the run (max_runtime, what an exited runner left): the
+    # processes die on a kill thread and `final` is reported once they are gone, so the job
+    # keeps its GPUs until then.
+    stopping: Future | None = None
+    final: BackendUpdate | None = None
 
     def kernel_pid(self) -> int | None:
         return _read_int(kernel_pid_path(self.req.job_dir))
@@ -148,6 +167,12 @@ class LocalBackend(Backend):
     )
     python = Unicode(sys.executable, config=True, help="Python that runs the runner (needs papermill).")
     heartbeat_interval = Float(5.0, config=True, help="Seconds between a running job's heartbeats.")
+    max_log_bytes = Int(
+        DEFAULT_MAX_LOG_BYTES,
+        config=True,
+        help="Cap of a job's log.txt in bytes: past it the head is dropped (the last half of the cap is kept, "
+        "under a line that says so). 0: no cap.",
+    )
 
     @validate("virtual_gpus")
     def _check_virtual_gpus(self, proposal: dict[str, Any]) -> int:
@@ -168,6 +193,8 @@ class LocalBackend(Backend):
         self._runs: dict[str, _Run] = {}
         self._lock = threading.RLock()
         self._nvml_state: Any = None  # None: not tried; False: unavailable; else the pynvml module
+        # Grace periods are waited out here, never on the caller's (the event loop's) thread.
+        self._killers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="gpusched-kill")
 
     # --- GPUs -------------------------------------------------------------------------------
     def _nvml(self) -> Any:
@@ -272,6 +299,8 @@ class LocalBackend(Backend):
                 str(cwd),
                 "--heartbeat-interval",
                 repr(self.heartbeat_interval),
+                "--max-log-bytes",
+                str(max(self.max_log_bytes, 0)),
             ]
             if req.kernel_name:
                 cmd += ["--kernel", req.kernel_name]
@@ -323,6 +352,7 @@ class LocalBackend(Backend):
 
     # --- stopping -----------------------------------------------------------------------------
     def _stop(self, runs: list[_Run]) -> None:
+        """SIGTERM, the grace period, SIGKILL: blocks for up to `kill_grace` + a few seconds."""
         if not runs:
             return
         groups: list[int | None] = []
@@ -335,21 +365,37 @@ class LocalBackend(Backend):
             children=[r.proc for r in runs],
         )
 
-    def kill(self, job_id: str, reason: str) -> None:
+    def begin_kill(self, job_id: str, reason: str) -> Callable[[], None] | None:
+        """The fast half of `kill`: forget the job now (nothing is reported for it afterwards) and
+        return the slow half (signals and the grace period) for the caller to run off its event
+        loop; None if there is nothing to stop."""
         with self._lock:
             run = self._runs.pop(job_id, None)
-            if run is None:
-                return
-            _append_log(run.req.job_dir, f"job {job_id}: killed ({reason or 'no reason given'})")
-            self._stop([run])
+        if run is None:
+            return None
+        _append_log(run.req.job_dir, f"job {job_id}: killed ({reason or 'no reason given'})")
+        if run.stopping is not None:  # already being stopped by the backend (max_runtime): wait for that
+            return run.stopping.result
+        return lambda: self._stop([run])
+
+    def kill(self, job_id: str, reason: str) -> None:
+        """Stop a job and wait until its processes are gone (see `begin_kill` for the non-blocking form)."""
+        finish = self.begin_kill(job_id, reason)
+        if finish is not None:
+            finish()
 
     def close(self) -> None:
         with self._lock:
             runs = list(self._runs.values())
             self._runs.clear()
-            for run in runs:
+        for run in runs:
+            if run.stopping is None:
                 _append_log(run.req.job_dir, f"job {run.req.job_id}: killed (backend closed)")
-            self._stop(runs)
+        self._stop([r for r in runs if r.stopping is None])
+        for run in runs:
+            if run.stopping is not None:
+                run.stopping.result()
+        with self._lock:
             nvml = self._nvml_state
             if nvml:
                 try:
@@ -358,11 +404,22 @@ class LocalBackend(Backend):
                     pass
             self._nvml_state = None
 
+    def _stop_in_background(self, run: _Run, final: BackendUpdate, stop: Callable[[], object]) -> None:
+        """Stop what is left of `run` on a kill thread; `poll` reports `final` once that is done."""
+        run.final = final
+        run.stopping = self._killers.submit(stop)
+
     # --- watching -----------------------------------------------------------------------------
     def poll(self) -> list[BackendUpdate]:
         updates: list[BackendUpdate] = []
         with self._lock:
             for job_id, run in list(self._runs.items()):
+                if run.stopping is not None:
+                    if run.stopping.done():
+                        del self._runs[job_id]
+                        if run.final is not None:
+                            updates.append(run.final)
+                    continue
                 if not run.reported_started:
                     run.reported_started = True
                     updates.append(BackendUpdate(job_id, "started", run.started_at))
@@ -372,21 +429,26 @@ class LocalBackend(Backend):
                     updates.append(beat)
                 if rc is None:
                     if run.deadline is not None and time.monotonic() >= run.deadline:
-                        del self._runs[job_id]
                         message = max_runtime_message(run.req.max_runtime or 0)
                         _append_log(run.req.job_dir, f"job {job_id}: {message}; killing it")
-                        self._stop([run])
-                        updates.append(BackendUpdate(job_id, "failed", time.time(), message))
+                        failed = BackendUpdate(job_id, "failed", time.time(), message)
+                        self._stop_in_background(run, failed, partial(self._stop, [run]))
                     continue
-                del self._runs[job_id]
-                # The runner stops its kernel; make sure nothing of the job outlives it.
-                terminate([run.kernel_pid()], tokens=[run.token], grace=1.0)
                 now = time.time()
                 if rc == 0:
-                    updates.append(BackendUpdate(job_id, "succeeded", now, "", self._progress(run)))
+                    final = BackendUpdate(job_id, "succeeded", now, "", self._progress(run))
                 else:
                     message = _first_line(error_path(run.req.job_dir)) or _exit_message(rc, run.req.job_dir)
-                    updates.append(BackendUpdate(job_id, "failed", now, message, self._progress(run)))
+                    final = BackendUpdate(job_id, "failed", now, message, self._progress(run))
+                # The runner stops its kernel; make sure nothing of the job outlives it (off this thread
+                # when something is left, so a kernel that ignores SIGTERM does not stall the caller).
+                kernel = run.kernel_pid()
+                if any_alive([kernel], tokens=[run.token]):
+                    left = partial(terminate, [kernel], tokens=[run.token], grace=1.0)
+                    self._stop_in_background(run, final, left)
+                    continue
+                del self._runs[job_id]
+                updates.append(final)
         return updates
 
     @staticmethod

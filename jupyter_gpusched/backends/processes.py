@@ -108,6 +108,14 @@ def _send(pid: int, sig: int, group: bool) -> None:
         pass
 
 
+def any_alive(groups: Iterable[int | None], *, tokens: Iterable[str | None] = ()) -> bool:
+    """Is any of the process groups `groups`, or any process carrying one of the launch `tokens`, alive?
+    (The cheap check `terminate` starts with, for callers that must not wait out a grace period.)"""
+    if any(group_alive(g) for g in groups if g and g > 1 and g != os.getpgrp()):
+        return True
+    return any(token_pids(t) for t in tokens if t)
+
+
 def terminate(
     groups: Iterable[int | None],
     *,
@@ -117,7 +125,8 @@ def terminate(
 ) -> bool:
     """Stop process groups `groups` and every process carrying one of the launch `tokens`:
     SIGTERM, wait up to `grace` seconds, then SIGKILL whatever is left. `children` are
-    Popen objects to reap on the way. Returns True if anything was alive to be signalled."""
+    Popen objects to reap on the way. Returns True if anything was alive to be signalled.
+    Blocks for up to `grace` + 5 seconds: call it from a worker thread, not an event loop."""
     pgids = sorted({g for g in groups if g and g > 1 and g != os.getpgrp()})
     toks = [t for t in tokens if t]
     kids = list(children)

@@ -33,9 +33,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from .base import error_path, heartbeat_path, kernel_pid_path, pid_path, validate_parameters, write_atomic
+from .base import error_path, heartbeat_path, kernel_pid_path, log_path, pid_path, validate_parameters, write_atomic
 from .exitrecord import ExitRecord, write_exit_record
 from .local import format_seconds, max_runtime_message
+from .logcap import DEFAULT_MAX_LOG_BYTES, LogPump
 from .processes import TOKEN_ENV, terminate
 
 EXIT_OK = 0
@@ -72,6 +73,7 @@ class Run:
         self.started = time.time()
         self.cell_error: str | None = None  # "NameError: x (cell 3)" once a cell has failed
         self.failure = ""  # the last word given to fail()
+        self.pump: LogPump | None = None  # our and the kernel's output -> log.txt, capped
 
     # --- files ------------------------------------------------------------------------------
     def beat(self) -> None:
@@ -167,6 +169,8 @@ class Run:
         if outcome is not None:
             self.record_exit(outcome[0], outcome[1], code)
         sys.stderr.flush()
+        if self.pump is not None:
+            self.pump.close()
         os._exit(code)
 
     def on_signal(self, signum: int, frame: Any) -> None:
@@ -247,6 +251,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cwd", type=Path, default=None)
     p.add_argument("--heartbeat-interval", type=float, default=5.0)
     p.add_argument("--max-runtime", type=float, default=None, help="safety net: exit past this many seconds")
+    p.add_argument(
+        "--max-log-bytes", type=int, default=DEFAULT_MAX_LOG_BYTES, help="cap of log.txt (its head is dropped); 0: none"
+    )
     return p.parse_args(argv)
 
 
@@ -259,6 +266,16 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, run.on_signal)
     write_atomic(pid_path(job_dir), f"{os.getpid()}\n")
     run.beat()
+    # From here on our output and the kernel's (which inherits our stdout) reach log.txt through the pump.
+    run.pump = LogPump(log_path(job_dir), args.max_log_bytes)
+    try:
+        return _run(run, args)
+    finally:
+        run.pump.close()
+
+
+def _run(run: Run, args: argparse.Namespace) -> int:
+    job_dir: Path = args.job_dir
     threading.Thread(target=run.heartbeat_loop, name="gpusched-heartbeat", daemon=True).start()
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)

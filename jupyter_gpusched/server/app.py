@@ -28,7 +28,7 @@ from ..service import Service, ServiceConfig
 from ..service.advisor import parse_scaling
 from ..service.prometheus import DEFAULT_QUERY, PrometheusSource
 from ..store import default_url
-from .routes import handlers
+from .routes import answer_long_request_lines, handlers
 from .settings import SETTINGS_KEY, GPUSchedSettings
 
 # c.GPUSched.backend names these classes
@@ -353,6 +353,7 @@ class GPUSched(ExtensionApp):
         self.handlers.extend(handlers("/"))  # ExtensionApp prepends the server's base_url
 
     async def _start_jupyter_server_extension(self, serverapp) -> None:
+        answer_long_request_lines(serverapp)  # an over-long URI gets a 414, not a closed connection
         if self.service is not None:
             self.service.start()
 

@@ -29,6 +29,7 @@ class GPUSchedHandler(Identity, APIHandler):
         if service is None:
             raise ApiError(503, "unavailable", "this server runs no GPU scheduler")
         service.start()  # idempotent; covers servers that never ran the extension's start hook
+        service.require_owner()  # a standby (another scheduler owns the store) answers 503
         return service
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:

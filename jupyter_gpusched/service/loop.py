@@ -4,6 +4,8 @@ One asyncio task drives it (`run`): each tick it takes the backend's news (start
 heartbeats, exits), applies the health rules, runs one scheduling pass, carries the
 decisions out on the backend, and writes every changed job and event to the store.
 All core access happens on the event loop thread, so the core needs no locks.
+Kills and their grace periods run on worker threads (`kills.py`); a job admitted onto
+GPUs that a dying job still holds is launched once that one is gone.
 Submissions are written to the store before they are acknowledged.
 
 A launch the backend refuses with a BackendError is an infrastructure failure, not the
@@ -48,6 +50,7 @@ from ..store import Store
 from .advisor import Advisor, ScalingSettings
 from .forecasting import Forecasts
 from .info import JobInfo
+from .kills import Gpu, Kills
 from .prometheus import PrometheusSource
 from .recovery import FINISHED, LOST, NOT_STARTED, SchedulerStandby, settle, standby_message
 from .serverlog import log_into
@@ -77,6 +80,11 @@ class ServiceConfig:
 
 
 MAX_LAUNCH_PAUSE = 60.0  # seconds; well inside HealthConfig.start_timeout, so a paused job is not lost
+KILL_DRAIN_TIMEOUT = 15.0  # seconds `stop` waits for kills in progress (grace period + SIGKILL + reaping)
+
+
+def _gpus(job: Job) -> tuple[Gpu, ...]:
+    return tuple((node, g) for node, ids in job.allocation for g in ids)
 
 
 class Service(ServiceViews):
@@ -90,6 +98,8 @@ class Service(ServiceViews):
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop `run` is on, for wake-ups from threads
+        self.kills = Kills(backend, self._wake_threadsafe)
         self.standby: str | None = None  # why this service does not schedule: another one owns the store
         self._build()
         if self.store.claim(config.data_dir):
@@ -115,6 +125,7 @@ class Service(ServiceViews):
         self.forecasts = Forecasts(self.usage, clock, lambda: self.scheduler.ledger.tenants, config.prometheus)
         self.advisor = Advisor(self.scheduler, self.forecasts, clock, config.scaling, getattr(backend, "elastic", True))
         self._requeue_at: dict[str, tuple[float, int, str]] = {}  # after a failed launch: (when, attempt, why)
+        self._waiting_launch: dict[str, int] = {}  # job id -> attempt: admitted onto GPUs a kill still holds
         self._last_usage_minute: int | None = None
         self._last_memory_check = -math.inf
 
@@ -189,9 +200,11 @@ class Service(ServiceViews):
             except asyncio.CancelledError:
                 pass
             self._task = None
+        await self.kills.drain(timeout=KILL_DRAIN_TIMEOUT)  # a cancelled job's processes die before we go
         self.store.close()  # and with it the claim: a standby may take over
 
     async def run(self) -> None:
+        self._loop = asyncio.get_running_loop()
         while True:
             try:
                 if self.take_over():  # (on standby: once the owner has stopped)
@@ -208,6 +221,14 @@ class Service(ServiceViews):
         """Ask for a pass soon (after a submit or cancel) instead of waiting for the tick."""
         self._wake.set()
 
+    def _wake_threadsafe(self) -> None:
+        loop = self._loop
+        if loop is not None:
+            try:
+                loop.call_soon_threadsafe(self._wake.set)
+            except RuntimeError:  # the loop is closed: nobody to wake
+                pass
+
     # --- one tick ---------------------------------------------------------------------------
     def tick(self) -> None:
         if self.standby is not None:
@@ -223,9 +244,12 @@ class Service(ServiceViews):
             job = self._apply_update(update)
             if job is not None:
                 touched[job.id] = job
+        self.kills.settle()
+        for job in self._launch_waiting(now):
+            touched[job.id] = job
         heartbeats = {jid: info.heartbeat_at for jid in s.active if (info := self.info.get(jid)) and info.heartbeat_at}
         for jid in lost_jobs(list(s.active.values()), heartbeats, now, self.config.health):
-            self.backend.kill(jid, "no heartbeat")
+            self._kill(jid, "no heartbeat", _gpus(s.jobs[jid]))
             touched[jid] = s.lost(jid, now, "no heartbeat from the runner")
         for job in self._requeue_paused(now):
             touched[job.id] = job
@@ -235,6 +259,7 @@ class Service(ServiceViews):
             self._fence_leaky_gpus()
         # A pass may admit a job and preempt it again (reclaim, spot make-room), or preempt
         # a running job and admit it elsewhere: only the net outcome reaches the backend.
+        held = {jid: _gpus(job) for jid, job in s.active.items()}  # a preempted job's GPUs, before the pass frees them
         first: dict[str, Admit | Preempt] = {}
         for decision in s.schedule(now):
             if isinstance(decision, (Admit, Preempt)):  # pools are fixed here: Scale is the simulator's
@@ -243,7 +268,7 @@ class Service(ServiceViews):
         for job_id, decision in first.items():
             job = touched[job_id] = s.jobs[job_id]
             if isinstance(decision, Preempt):  # it was running before this pass
-                self.backend.kill(job_id, decision.reason)
+                self._kill(job_id, decision.reason, held.get(job_id, ()))
             if job.state is JobState.ADMITTED:
                 admitted.append(job)
         if admitted:
@@ -251,7 +276,7 @@ class Service(ServiceViews):
             # active and asks their folders how far they got, instead of starting them again.
             self._persist(touched.values())
         for job in admitted:
-            self._launch(job, now)
+            self._launch_when_free(job, now)
         self._persist(touched.values())
         self._record_usage(now)
 
@@ -259,7 +284,7 @@ class Service(ServiceViews):
         """Kill processes the backend still runs for jobs the scheduler no longer counts as active."""
         for job_id in zombie_processes(self.scheduler.active, self.backend.running()):
             log.warning("killing zombie process of job %s", job_id)
-            self.backend.kill(job_id, "zombie: the job is no longer active")
+            self._kill(job_id, "zombie: the job is no longer active", ())
 
     def _fence_leaky_gpus(self) -> None:
         """Keep GPUs that hold memory with no job on them out of placement until they are clean."""
@@ -303,11 +328,13 @@ class Service(ServiceViews):
             info.message = u.message
             s.finished(job.id, u.time, ok=u.kind == "succeeded", reason=u.message)
         elif u.kind == "preempted":  # stopped through no fault of its own: back in line, no retry used
+            gpus = _gpus(job)
             s.preempt(job.id, u.time, u.message or "preempted by the backend")
-            self.backend.kill(job.id, u.message or "preempted")
+            self._kill(job.id, u.message or "preempted", gpus)
         elif u.kind == "lost":  # its run vanished: requeued or failed by its retry policy
+            gpus = _gpus(job)
             s.lost(job.id, u.time, u.message or "lost by the backend")
-            self.backend.kill(job.id, u.message or "lost")
+            self._kill(job.id, u.message or "lost", gpus)
         return job
 
     def _apply_node_update(self, u: BackendUpdate) -> None:
@@ -320,11 +347,36 @@ class Service(ServiceViews):
             s.add_node(node, u.pool)
             log.info("node %s joined (%d GPUs, pool %s)", node.name, node.gpus, node.pool)
         elif u.kind == "node_lost" and node.name in s.cluster:
+            held = {jid: _gpus(job) for jid, job in s.active.items()}
             hit = s.node_lost(node.name, u.time, u.message or f"node {node.name} went away")
             for job in hit:
-                self.backend.kill(job.id, f"node {node.name} went away")
+                self._kill(job.id, f"node {node.name} went away", held.get(job.id, ()))
             self._persist(hit)
             log.warning("node %s went away; %d jobs requeued", node.name, len(hit))
+
+    def _kill(self, job_id: str, reason: str, gpus: tuple[Gpu, ...]) -> None:
+        """Stop a job's processes off the event loop (`Kills`); `gpus` stay unused until they are gone."""
+        self.kills.start(job_id, reason, gpus)
+
+    def _launch_when_free(self, job: Job, now: float) -> None:
+        """Launch an admitted job, or, while a dying job still holds its GPUs, once that one is gone."""
+        if self.kills.blocks(job.id, _gpus(job)):
+            self._waiting_launch[job.id] = job.attempts
+        else:
+            self._launch(job, now)
+
+    def _launch_waiting(self, now: float) -> list[Job]:
+        """Launch the admitted jobs whose GPUs the kills have now freed."""
+        launched = []
+        for job_id, attempt in list(self._waiting_launch.items()):
+            job = self.scheduler.jobs.get(job_id)
+            if job is None or job.state is not JobState.ADMITTED or job.attempts != attempt:
+                del self._waiting_launch[job_id]  # cancelled or preempted meanwhile
+            elif not self.kills.blocks(job_id, _gpus(job)):
+                del self._waiting_launch[job_id]
+                self._launch(job, now)
+                launched.append(job)
+        return launched
 
     def _launch(self, job: Job, now: float) -> None:
         job_dir = self.jobs_dir / job.id
@@ -454,10 +506,10 @@ class Service(ServiceViews):
     def cancel(self, job_id: str, actor: str) -> Job:
         self.require_owner()
         job = self.get(job_id)
-        was_active = job.state.holds_gpus
+        was_active, gpus = job.state.holds_gpus, _gpus(job)
         self.scheduler.cancel(job_id, self.clock(), actor=actor, reason=f"cancelled by {actor}")
         if was_active:
-            self.backend.kill(job_id, "cancelled")
+            self._kill(job_id, "cancelled", gpus)
         self._persist([job])
         self.kick()
         return job

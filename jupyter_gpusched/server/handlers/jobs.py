@@ -9,11 +9,13 @@ from tornado import web
 from ...core import JobState
 from ..base import GPUSchedHandler, api_errors
 from ..serialize import iso, job_json
+from ..streaming import file_size, send_file, start_range
 from ..validation import ApiError, check_gpu_type, parse_json_object, parse_submit, resolve_notebook
 
 STATES = {s.value for s in JobState}
 DEFAULT_PAGE = 1000  # jobs per list response unless ?limit= says otherwise
 MAX_PAGE = 10000
+MAX_LOG_READ = 4 * 1024 * 1024  # bytes of log per response (default and maximum of ?length=)
 
 
 class JobsHandler(GPUSchedHandler):
@@ -102,23 +104,24 @@ class JobLogHandler(GPUSchedHandler):
     @authorized
     @api_errors
     async def get(self, job_id: str):
-        """The job's log as text. `?offset=N` returns only what follows byte N, so a client
-        can follow a running job; the X-Log-Offset header gives the next offset."""
+        """The job's log as text, streamed. `?offset=N` returns what follows byte N (at most `?length=`
+        bytes, default and maximum MAX_LOG_READ), so a client can follow a running job; the X-Log-Offset
+        header gives the next offset. A `Range: bytes=...` header is honoured instead (206)."""
         self.job_or_404(job_id)
-        try:
-            offset = int(self.get_query_argument("offset", "0"))
-        except ValueError:
-            raise ApiError(400, "wrong_type", "offset must be a whole number of bytes", "offset") from None
-        if offset < 0:
-            raise ApiError(400, "invalid_value", "offset must be 0 or more", "offset")
+        offset = self._int_arg("offset", 0, 0, None)
+        length = self._int_arg("length", MAX_LOG_READ, 1, MAX_LOG_READ)
         path = self.service.log_file(job_id)
-        data = b""
-        if path.is_file():
-            with open(path, "rb") as f:
-                f.seek(offset)
-                data = f.read()
-        self.set_header("X-Log-Offset", str(offset + len(data)))
-        self.finish(data, set_content_type="text/plain; charset=utf-8")
+        size = file_size(path) or 0
+        wanted = start_range(self, path, size)
+        if wanted is not None:
+            offset, length = wanted
+        elif offset > size:
+            self.set_header("X-Log-Offset", str(size))
+            raise ApiError(416, "invalid_value", f"offset {offset} is past the end of the log ({size} bytes)", "offset")
+        else:
+            length = min(length, size - offset)
+        self.set_header("X-Log-Offset", str(offset + length))
+        await send_file(self, path, offset, length, "text/plain; charset=utf-8")
 
 
 class JobOutputHandler(GPUSchedHandler):
@@ -126,9 +129,11 @@ class JobOutputHandler(GPUSchedHandler):
     @authorized
     @api_errors
     async def get(self, job_id: str):
+        """The executed notebook, streamed; a `Range: bytes=...` header is honoured (206)."""
         job = self.job_or_404(job_id)
         path = self.service.output_file(job_id)
-        if not path.is_file():
+        size = file_size(path) if path.is_file() else None
+        if size is None:
             raise ApiError(
                 409 if not job.state.terminal else 404,
                 "not_ready" if not job.state.terminal else "not_found",
@@ -137,6 +142,6 @@ class JobOutputHandler(GPUSchedHandler):
                 else f"job {job_id} ended ({job.state.value}) without an executed notebook",
                 "id",
             )
+        start, length = start_range(self, path, size) or (0, size)
         self.set_header("Content-Disposition", f'attachment; filename="{job_id}.ipynb"')
-        with open(path, "rb") as f:
-            self.finish(f.read(), set_content_type="application/x-ipynb+json")
+        await send_file(self, path, start, length, "application/x-ipynb+json")
