@@ -24,18 +24,8 @@ import requests
 
 from jupyter_gpusched.backends.processes import pid_alive
 from jupyter_gpusched.testing.jupyter import LiveServer, new_live_server
-from jupyter_gpusched.testing.notebooks import make_notebook
+from jupyter_gpusched.testing.notebooks import STUBBORN, make_notebook
 from jupyter_gpusched.testing.waits import wait_until
-
-STUBBORN = """
-import json, os, signal, subprocess, sys, time
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-child = subprocess.Popen(
-    [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"],
-    start_new_session=True,
-)
-json.dump({"kernel": os.getpid(), "child": child.pid}, open(f"pids-{tag}.json", "w"))
-"""
 
 
 class Prober(threading.Thread):

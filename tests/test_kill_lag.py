@@ -14,7 +14,7 @@ import pytest
 
 from jupyter_gpusched.backends import LaunchRequest, LocalBackend
 from jupyter_gpusched.backends.processes import pid_alive
-from jupyter_gpusched.testing.notebooks import make_notebook
+from jupyter_gpusched.testing.notebooks import STUBBORN, make_notebook
 from jupyter_gpusched.testing.waits import wait_for_async, wait_for_state, wait_until
 
 pytestmark = pytest.mark.timeout(180)
@@ -23,15 +23,6 @@ MAX_LAG = 0.1  # seconds: the worst the event loop may stall while jobs are kill
 
 # The kernel ignores SIGTERM, and so does a child that left its session (only the launch-token sweep finds
 # it, and only SIGKILL after the grace period stops it). The pids go to a file the test reads.
-STUBBORN = """
-import json, os, signal, subprocess, sys, time
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-child = subprocess.Popen(
-    [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"],
-    start_new_session=True,
-)
-json.dump({"kernel": os.getpid(), "child": child.pid}, open(f"pids-{tag}.json", "w"))
-"""
 
 
 @pytest.fixture

@@ -11,11 +11,9 @@ import pytest
 from jupyter_gpusched.core import JobState
 from jupyter_gpusched.service import Service, ServiceConfig
 from jupyter_gpusched.service.recovery import SchedulerStandby
-from jupyter_gpusched.testing import Unavailable
 from jupyter_gpusched.testing.jupyter import LiveServer, new_live_server
 from jupyter_gpusched.testing.net import free_port
 from jupyter_gpusched.testing.notebooks import make_notebook
-from jupyter_gpusched.testing.postgres import PostgresServer
 from jupyter_gpusched.testing.service import make_service, run_until
 from jupyter_gpusched.testing.waits import wait_until
 
@@ -89,16 +87,6 @@ def test_two_real_servers_on_one_data_dir(tmp_path):
     finally:
         second.stop()
         first.stop()
-
-
-@pytest.fixture(scope="module")
-def pg():
-    try:
-        server = PostgresServer().start()
-    except Unavailable as exc:
-        pytest.skip(str(exc))
-    yield server
-    server.stop()
 
 
 def test_postgresql_a_second_instance_is_a_standby_until_the_owners_session_ends(pg, tmp_path):

@@ -10,21 +10,9 @@ import pytest
 from jupyter_gpusched.core.model import Event, Job, JobSpec, JobState, Priority
 from jupyter_gpusched.service import Service, ServiceConfig
 from jupyter_gpusched.store import Store
-from jupyter_gpusched.testing import Unavailable
 from jupyter_gpusched.testing.notebooks import make_notebook
-from jupyter_gpusched.testing.postgres import PostgresServer
 
 pytestmark = pytest.mark.timeout(180)
-
-
-@pytest.fixture(scope="module")
-def pg():
-    try:
-        server = PostgresServer().start()
-    except Unavailable as exc:
-        pytest.skip(str(exc))
-    yield server
-    server.stop()
 
 
 @pytest.fixture

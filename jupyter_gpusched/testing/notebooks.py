@@ -33,3 +33,17 @@ def notebook_json(*cells: str) -> str:
     """A small valid notebook with these code cells (python3 kernel), as the text of an .ipynb file (for
     writing into another user's home, or sending)."""
     return nbformat.writes(new_notebook(*cells))
+
+
+# A notebook cell whose kernel ignores SIGTERM, and so does a child that left its session (only the launch-token
+# sweep finds it, and only SIGKILL after the grace period stops it). Its pids go to pids-{tag}.json (`tag`: a
+# parameter of the notebook).
+STUBBORN = """
+import json, os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+child = subprocess.Popen(
+    [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"],
+    start_new_session=True,
+)
+json.dump({"kernel": os.getpid(), "child": child.pid}, open(f"pids-{tag}.json", "w"))
+"""

@@ -19,7 +19,9 @@ import pytest
 from traitlets.config import Config
 
 from ..server.settings import SETTINGS_KEY
+from . import Unavailable
 from .jupyter import new_live_server
+from .postgres import PostgresServer
 
 
 @pytest.fixture
@@ -73,5 +75,16 @@ def service(jp_serverapp):
 def live_server(tmp_path_factory):
     """One real server (2 virtual GPUs) shared by a test module."""
     server = new_live_server(tmp_path_factory.mktemp("live"), "--GPUSched.local_gpus=2").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def pg():
+    """A real PostgreSQL server for the module's tests (skips them where PostgreSQL is not installed)."""
+    try:
+        server = PostgresServer().start()
+    except Unavailable as exc:
+        pytest.skip(str(exc))
     yield server
     server.stop()
