@@ -166,8 +166,17 @@ class Client:
         return self._request("GET", f"jobs/{quote(job_id, safe='')}/events").json()["events"]
 
     def log(self, job_id: str, offset: int = 0) -> tuple[str, int]:
-        """Log text from byte `offset`, and the offset to ask for next."""
-        r = self._request("GET", f"jobs/{quote(job_id, safe='')}/log", params={"offset": offset})
+        """Log text from byte `offset`, and the offset to ask for next. A log that is now shorter than
+        `offset` was trimmed on the server (its head dropped past the size cap): read it again from its
+        new start, whose first line says what was dropped."""
+        path = f"jobs/{quote(job_id, safe='')}/log"
+        try:
+            r = self._request("GET", path, params={"offset": offset})
+        except GPUSchedError as err:
+            if err.status != 416 or offset == 0:
+                raise
+            offset = 0
+            r = self._request("GET", path, params={"offset": 0})
         return r.content.decode("utf-8", "replace"), int(r.headers.get("X-Log-Offset", offset + len(r.content)))
 
     def output(self, job_id: str) -> bytes:

@@ -7,11 +7,14 @@ import os
 
 import pytest
 
+from jupyter_gpusched.backends import LocalBackend
 from jupyter_gpusched.backends.base import LaunchRefused, validate_parameters
 from jupyter_gpusched.backends.containment import notebook_at_launch
+from jupyter_gpusched.core.model import Pool
 from jupyter_gpusched.core.parameters import MAX_PARAMETER_DEPTH, check_parameters
 from jupyter_gpusched.core.scheduler import SpecError
 from jupyter_gpusched.server.routes import answer_long_request_lines
+from jupyter_gpusched.server.validation import ApiError, check_gpu_type
 from jupyter_gpusched.testing.notebooks import make_notebook
 from jupyter_gpusched.testing.waits import wait_for_state
 
@@ -176,3 +179,18 @@ def test_notebook_at_launch(tmp_path):
         notebook_at_launch(root, "inside-link.ipynb")
     with pytest.raises(LaunchRefused, match="leaves"):
         notebook_at_launch(root, "../root/a/nb.ipynb")
+
+
+def test_the_local_backend_names_its_gpu_type_and_a_typeless_cluster_takes_none():
+    """A gpu_type must name a type some pool declares: the local backend declares its own (NVML's product
+    name, or 'virtual'); on a cluster whose pools declare none, any gpu_type is refused rather than ignored."""
+    backend = LocalBackend(virtual_gpus=2)
+    try:
+        assert backend.pools() == [Pool("local", gpu_type="virtual")]
+    finally:
+        backend.close()
+    assert LocalBackend(virtual_gpus=2, gpu_type="A100").pools()[0].gpu_type == "A100"
+    check_gpu_type(None, set())
+    with pytest.raises(ApiError) as refused:
+        check_gpu_type("h100", set())
+    assert refused.value.status == 400 and "declare no GPU type" in refused.value.message

@@ -370,5 +370,12 @@ def test_a_job_outlives_its_users_server(hub, servers, tokens, as_user):
     assert r.status_code == 200 and "still here" in r.text
     r = back.call("GET", f"api/jobs/{job['id']}/log")
     assert r.status_code == 200 and int(r.headers["X-Log-Offset"]) == len(r.content) > 0
+    whole = r.content
+    # Range requests pass through the user's server both ways (a follower resumes with them)
+    r = back.call("GET", f"api/jobs/{job['id']}/log", headers={"Range": "bytes=2-6"})
+    assert r.status_code == 206 and r.content == whole[2:7], r.text
+    assert r.headers["Content-Range"] == f"bytes 2-6/{len(whole)}"
+    r = back.call("GET", f"api/jobs/{job['id']}/log", headers={"Range": f"bytes={len(whole) + 5}-"})
+    assert r.status_code == 416 and r.headers["Content-Range"] == f"bytes */{len(whole)}", r.text
     code, listing = back.json("GET", "api/jobs", params={"mine": "true"})
     assert job["id"] in [j["id"] for j in listing["jobs"]]

@@ -10,11 +10,14 @@ import tracemalloc
 import pytest
 
 from jupyter_gpusched.backends import LaunchRequest, LocalBackend, log_path
+from jupyter_gpusched.backends.kubernetes.state import SharedState
 from jupyter_gpusched.backends.logcap import trim_log
+from jupyter_gpusched.client import Client
+from jupyter_gpusched.core.model import TERMINAL_STATE_NAMES as TERMINAL
 from jupyter_gpusched.server.handlers.jobs import MAX_LOG_READ
 from jupyter_gpusched.server.streaming import Unsatisfiable, parse_range
 from jupyter_gpusched.testing.notebooks import make_notebook
-from jupyter_gpusched.testing.waits import run_to_end, wait_for_state
+from jupyter_gpusched.testing.waits import run_to_end, wait_for, wait_for_state
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -163,3 +166,29 @@ def test_a_runners_log_is_capped_on_disk(tmp_path):
     assert len(data) <= 256_000 + 1024, len(data)
     assert b"dropped" in data.split(b"\n", 1)[0]
     assert b"the end" in data and b"gpusched-runner: exit 0" in data
+
+
+def test_a_follower_reads_a_trimmed_log_again_from_its_new_start(live_server):
+    """A follower's offset past a log that was trimmed under it (416) starts again at the log's new head."""
+    make_notebook(live_server.root / "talk.ipynb", "print('hello')")
+    client = Client(live_server.url, live_server.token)
+    job = client.submit("talk.ipynb")
+    wait_for(lambda: client.get(job["id"])["state"] in TERMINAL, 120, "the job to end")
+    text, offset = client.log(job["id"])
+    assert "hello" in text and offset > 0
+    log = live_server.data / "jobs" / job["id"] / "log.txt"
+    with open(log, "ab") as f:  # the job talks on, past its cap, and the head is dropped
+        f.write(b"more\n" * offset)
+    assert trim_log(log, offset) < offset
+    again, after = client.log(job["id"], offset)
+    assert again.startswith("[gpusched") and "were dropped" in again.splitlines()[0]
+    assert after == log.stat().st_size
+
+
+def test_the_kubernetes_pod_log_copies_keep_the_jobs_log_under_its_cap(tmp_path):
+    state = SharedState()
+    for i in range(100):  # what the pod-log copier appends, fetch after fetch
+        state.append_log(tmp_path, f"line {i:03d} ".encode() + b"x" * 90 + b"\n", max_bytes=2_000)
+    text = log_path(tmp_path).read_text()
+    assert len(text) <= 2_000 and "were dropped" in text.splitlines()[0]
+    assert text.rstrip().endswith("x") and "line 099" in text and "line 000" not in text

@@ -75,7 +75,7 @@ def test_magic_speaks_the_apis_fields_and_names_its_commands(live_server, monkey
         "%gpusched manifest echo.ipynb",
         "%gpusched submit echo.ipynb -p 2x=1",
         "%gpusched submit echo.ipynb -p 'unclosed",
-        "%gpusched submit echo.ipynb --json --max-retries 0 --gpu-type T4 --priority low"
+        "%gpusched submit echo.ipynb --json --max-retries 0 --gpu-type virtual --priority low"
         " -p lr=1e-3 -p day=2024-01-01 -p x=None -p sizes=[1,2]",
         "%%gpusched --max-retries 1 --no-wait -p n=3\nprint(n)",
     ]
@@ -97,7 +97,7 @@ def test_magic_speaks_the_apis_fields_and_names_its_commands(live_server, monkey
     assert out[5] == "%gpusched: error: No closing quotation"
     job = json.loads(out[6])
     assert job["parameters"] == {"lr": 0.001, "day": "2024-01-01", "x": None, "sizes": [1, 2]}
-    assert (job["max_retries"], job["gpu_type"], job["priority"]) == (0, "T4", "low")
+    assert (job["max_retries"], job["gpu_type"], job["priority"]) == (0, "virtual", "low")
     assert out[7].startswith("submitted ") and "(1 GPU, normal)" in out[7], out[7]
     cell_job = Client(live_server.url, live_server.token).get(out[7].split()[1])
     assert cell_job["max_retries"] == 1 and cell_job["parameters"] == {"n": 3}

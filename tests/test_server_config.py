@@ -46,6 +46,15 @@ def test_local_gpus_is_the_shortcut_for_the_local_backends_virtual_gpus():
     assert isinstance(built, LocalBackend) and built.virtual_gpus == 3
 
 
+def test_max_log_bytes_is_the_shortcut_for_both_backends_log_caps():
+    shortcuts = app(GPUSched={"max_log_bytes": 4096}).backend_shortcuts()
+    assert shortcuts.LocalBackend.max_log_bytes == shortcuts.KubernetesBackend.max_log_bytes == 4096
+    own = app(GPUSched={"max_log_bytes": 4096}, LocalBackend={"max_log_bytes": 10}).backend_shortcuts()
+    assert "max_log_bytes" not in own.LocalBackend and own.KubernetesBackend.max_log_bytes == 4096
+    built = app(GPUSched={"max_log_bytes": 8192}).make_backend()
+    assert isinstance(built, LocalBackend) and built.max_log_bytes == 8192
+
+
 def test_deprecated_k8s_settings_become_kubernetes_backend_settings_with_a_warning(caplog):
     gpusched = app(
         GPUSched={

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import threading
 from abc import ABCMeta, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -127,6 +127,19 @@ class Backend(LoggingConfigurable, metaclass=_ConfigurableABCMeta):
     def kill(self, job_id: str, reason: str) -> None:
         """Stop a job and everything it started (cancel, preemption). Idempotent; no update
         is emitted afterwards for a job killed on purpose."""
+
+    def begin_kill(self, job_id: str, reason: str) -> Callable[[], None] | None:
+        """The fast half of `kill`, for callers on an event loop: forget the job now (nothing is reported
+        for it afterwards) and return the slow half (signals, a grace period) to run on a worker thread,
+        or None when nothing is left to wait for. The default does the whole kill here, for backends
+        whose `kill` returns at once (Kubernetes: its reconciler deletes the Job)."""
+        self.kill(job_id, reason)
+        return None
+
+    def pools(self) -> list[Pool]:
+        """Pools this backend finds by itself (a cluster's labelled node groups), added to those configured
+        in c.GPUSched.pools. The default: none."""
+        return []
 
     @abstractmethod
     def poll(self) -> list[BackendUpdate]:

@@ -34,7 +34,7 @@ from typing import Any
 
 from traitlets import Float, Int, Unicode, validate
 
-from ..core.model import NodeSpec
+from ..core.model import NodeSpec, Pool
 from .base import (
     Backend,
     BackendError,
@@ -165,6 +165,12 @@ class LocalBackend(Backend):
     virtual_gpus = Int(
         4, config=True, help="GPUs offered when no NVIDIA GPU is found (NVML), so everything works on a laptop."
     )
+    gpu_type = Unicode(
+        "",
+        config=True,
+        help="Type of this machine's GPUs: a job's gpu_type must name it. Empty: the product name NVML reports "
+        "(e.g. 'NVIDIA H200') when all GPUs agree, 'virtual' for virtual GPUs.",
+    )
     python = Unicode(sys.executable, config=True, help="Python that runs the runner (needs papermill).")
     heartbeat_interval = Float(5.0, config=True, help="Seconds between a running job's heartbeats.")
     max_log_bytes = Int(
@@ -221,6 +227,22 @@ class LocalBackend(Backend):
     def inventory(self) -> list[NodeSpec]:
         count = self._nvml_count()
         return [NodeSpec(self.node_name, count if count > 0 else self.virtual_gpus, pool="local")]
+
+    def pools(self) -> list[Pool]:
+        kind = self.gpu_type or self._nvml_product() or ("virtual" if self._nvml_count() == 0 else "")
+        return [Pool("local", gpu_type=kind or None)]
+
+    def _nvml_product(self) -> str:
+        """The GPUs' product name when they all agree, else ''."""
+        nvml = self._nvml()
+        if nvml is None:
+            return ""
+        try:
+            names = {nvml.nvmlDeviceGetName(nvml.nvmlDeviceGetHandleByIndex(i)) for i in range(self._nvml_count())}
+        except Exception:
+            return ""
+        names = {n.decode() if isinstance(n, bytes) else str(n) for n in names}
+        return names.pop() if len(names) == 1 else ""
 
     def gpu_memory_used_mib(self) -> dict[tuple[str, int], float]:
         nvml = self._nvml()

@@ -10,9 +10,10 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from ..client import Client
+from ..core.model import TERMINAL_STATE_NAMES
 from .options import spec_from_args
 
-TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
+TERMINAL = TERMINAL_STATE_NAMES
 
 
 def _table(rows: list[list[str]], header: list[str]) -> str:

@@ -57,6 +57,7 @@ class JobState(str, enum.Enum):
 
 
 TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+TERMINAL_STATE_NAMES = frozenset(s.value for s in TERMINAL_STATES)  # as the API spells them
 
 # The lifecycle (DESIGN.md): every other move is illegal.
 ALLOWED_TRANSITIONS: Mapping[JobState, frozenset[JobState]] = {

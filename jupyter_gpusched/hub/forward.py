@@ -12,19 +12,60 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+from tornado.httputil import HTTPHeaders, parse_response_start_line
 
 from ..server.base import GPUSchedHandler
 from ..server.settings import GPUSchedSettings
 from ..server.validation import ApiError
 
-PASSED_HEADERS = ("Content-Type", "Content-Disposition", "X-Log-Offset", "Cache-Control")
+PASSED_HEADERS = (
+    "Content-Type",
+    "Content-Disposition",
+    "Content-Range",
+    "Accept-Ranges",
+    "X-Log-Offset",
+    "Cache-Control",
+    "Allow",
+)
+PASSED_REQUEST_HEADERS = ("Content-Type", "Range", "If-Range")
+# A log or an output can be large: it is relayed chunk by chunk as it arrives, never held whole.
+MAX_RELAYED_BODY = 1 << 40
+
+
+class _Relay:
+    """A service response on its way to the caller: a 2xx body is written through as it arrives (the
+    status and headers first); any other body is small (our JSON errors) and kept to be inspected."""
+
+    def __init__(self, handler: ForwardHandler):
+        self.handler = handler
+        self.code, self.reason = 0, ""
+        self.headers = HTTPHeaders()
+        self.started = False
+        self.held = bytearray()
+
+    def on_header(self, line: str) -> None:
+        if line.startswith("HTTP/"):
+            start = parse_response_start_line(line.strip())
+            self.code, self.reason, self.headers = start.code, start.reason, HTTPHeaders()
+        elif line.strip():
+            self.headers.parse_line(line)
+
+    def on_chunk(self, chunk: bytes) -> None:
+        if not 200 <= self.code < 300:
+            self.held += chunk
+            return
+        if not self.started:
+            self.started = True
+            self.handler.start_response(self.code, self.reason, self.headers)
+        self.handler.write(chunk)
+        self.handler.flush()
 
 
 @dataclass(frozen=True)
@@ -123,8 +164,10 @@ class ForwardHandler(GPUSchedHandler):
         if self.request.query:
             url += "?" + self.request.query
         headers = {"Authorization": f"token {fw.token}", "Accept": self.request.headers.get("Accept", "*/*")}
-        if "Content-Type" in self.request.headers:
-            headers["Content-Type"] = self.request.headers["Content-Type"]
+        for name in PASSED_REQUEST_HEADERS:
+            if name in self.request.headers:
+                headers[name] = self.request.headers[name]
+        relay = _Relay(self)
         body = self.request.body if self.request.method in ("POST", "PUT", "PATCH") else None
         request = HTTPRequest(
             url,
@@ -134,19 +177,28 @@ class ForwardHandler(GPUSchedHandler):
             follow_redirects=False,
             request_timeout=fw.timeout,
             allow_nonstandard_methods=True,
+            header_callback=relay.on_header,
+            streaming_callback=relay.on_chunk,
         )
+        client = AsyncHTTPClient(force_instance=True, max_body_size=MAX_RELAYED_BODY)
         try:
-            response = await AsyncHTTPClient().fetch(request, raise_error=False)
+            response = await client.fetch(request, raise_error=False)
         except (OSError, HTTPClientError) as exc:
             response = None
             self.log.warning("gpusched: hub service at %s unreachable: %s", fw.url, exc)
+        finally:
+            client.close()
+        if relay.started:  # the body went through as it came (a broken-off one just ends short)
+            self.finish()
+            return
         if response is None or response.code == 599:
             return self.fail(
                 ApiError(
                     503, "unavailable", f"the GPU scheduler service ({fw.url}) is not reachable; try again shortly"
                 )
             )
-        if response.code in (401, 403) and _error_code(response.body) in ("unauthenticated", None):
+        body = bytes(relay.held)
+        if response.code in (401, 403) and _error_code(body) in ("unauthenticated", None):
             return self.fail(
                 ApiError(
                     502,
@@ -155,16 +207,22 @@ class ForwardHandler(GPUSchedHandler):
                     f"access:services!service=<name> (see docs/jupyterhub.md): {response.code} {response.reason}",
                 )
             )
-        self.set_status(response.code, response.reason)
+        self.start_response(response.code, response.reason, response.headers)
+        self.finish(body)
+
+    def start_response(self, code: int, reason: str, headers: HTTPHeaders) -> None:
+        """The service's status and the headers a caller needs (a moved job's Location made ours)."""
+        fw = cast(ForwardSettings, self.gpusched).forwarder
+        assert fw is not None
+        self.set_status(code, reason)
         for name in PASSED_HEADERS:
-            if name in response.headers:
-                self.set_header(name, response.headers[name])
-        if "Location" in response.headers:
-            location = response.headers["Location"]
+            if name in headers:
+                self.set_header(name, headers[name])
+        if "Location" in headers:
+            location = headers["Location"]
             if location.startswith(fw.prefix):
                 location = url_path_join(self.base_url, location[len(fw.prefix) :])
             self.set_header("Location", location)
-        self.finish(response.body)
 
 
 def _error_code(body: bytes) -> str | None:

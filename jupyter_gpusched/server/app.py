@@ -22,6 +22,7 @@ from traitlets.utils.importstring import import_item
 
 from ..backends.base import Backend
 from ..backends.kubernetes.config import TRAIT_NAMES as K8S_TRAIT_NAMES
+from ..backends.logcap import DEFAULT_MAX_LOG_BYTES
 from ..core import Pool, Tenant, policy_names
 from ..core.health import HealthConfig
 from ..service import Service, ServiceConfig
@@ -82,6 +83,12 @@ class GPUSched(ExtensionApp):
         config=True,
         help="Virtual GPUs the local backend offers when no NVIDIA GPU is found (NVML). Shortcut for "
         "c.LocalBackend.virtual_gpus, which wins when set.",
+    )
+    max_log_bytes = Int(
+        DEFAULT_MAX_LOG_BYTES,
+        config=True,
+        help="Cap of a job's log on disk in bytes (past it the head is dropped and the log says so; 0: no cap). "
+        "Shortcut for c.LocalBackend.max_log_bytes and c.KubernetesBackend.max_log_bytes, which win when set.",
     )
     tenants = Dict(
         config=True,
@@ -235,13 +242,17 @@ class GPUSched(ExtensionApp):
 
     def backend_shortcuts(self) -> Config:
         """The backends' settings our shortcuts and deprecated names stand for, where the backend's
-        own section does not set them: `local_gpus` -> c.LocalBackend.virtual_gpus, each
+        own section does not set them: `local_gpus` -> c.LocalBackend.virtual_gpus, `max_log_bytes` -> both
+        backends' `max_log_bytes`, each
         `k8s_<name>` -> c.KubernetesBackend.<name> (with a warning), the spot entries of `pools`
         -> c.KubernetesBackend.spot_pools."""
         out = Config()
         local, k8s = self._section("LocalBackend"), self._section("KubernetesBackend")
         if "virtual_gpus" not in local:
             out.LocalBackend.virtual_gpus = self.local_gpus
+        for section, name in ((local, "LocalBackend"), (k8s, "KubernetesBackend")):
+            if self._set_here("max_log_bytes") and "max_log_bytes" not in section:
+                out[name].max_log_bytes = self.max_log_bytes
         for name in DEPRECATED_K8S:
             if not self._set_here(f"k8s_{name}"):
                 continue
@@ -287,8 +298,7 @@ class GPUSched(ExtensionApp):
         )
         configured = {p.name for p in pools}
         # A cluster backend reports the pools it finds (spot where its nodes carry the spot taint).
-        found = getattr(backend, "pools", None)
-        return pools + tuple(p for p in (found() if callable(found) else ()) if p.name not in configured)
+        return pools + tuple(p for p in backend.pools() if p.name not in configured)
 
     def _check_multi_user(self) -> None:
         known = set(self.tenants) | {self.default_tenant}

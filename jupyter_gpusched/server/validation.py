@@ -187,14 +187,16 @@ def parse_parameters(value: Any) -> dict[str, Any]:
 
 
 def check_gpu_type(gpu_type: str | None, known: set[str]) -> None:
-    """A cluster whose pools declare GPU types takes only those (one with none takes any)."""
-    if gpu_type is not None and known and gpu_type not in known:
-        raise ApiError(
-            400,
-            "invalid_value",
-            f"unknown gpu_type {gpu_type!r}; this cluster has: {', '.join(sorted(known))}",
-            "gpu_type",
-        )
+    """A job may ask only for a GPU type some pool declares: one the cluster lacks would otherwise be
+    ignored (on a pool with no declared type) or never run."""
+    if gpu_type is None or gpu_type in known:
+        return
+    has = (
+        f"this cluster has: {', '.join(sorted(known))}"
+        if known
+        else "this cluster's pools declare no GPU type (leave gpu_type out, or set one in c.GPUSched.pools)"
+    )
+    raise ApiError(400, "invalid_value", f"unknown gpu_type {gpu_type!r}; {has}", "gpu_type")
 
 
 def _check_path_text(path: str) -> None:

@@ -30,12 +30,8 @@ class Kills:
 
     def start(self, job_id: str, reason: str, gpus: Iterable[Gpu]) -> None:
         """Stop `job_id`, whose processes run on `gpus`, without waiting for them to die."""
-        begin = getattr(self.backend, "begin_kill", None)
-        if begin is None:  # a backend whose kill returns at once (Kubernetes: its reconciler does the work)
-            self.backend.kill(job_id, reason)
-            return
-        finish = begin(job_id, reason)
-        if finish is None:  # nothing was running
+        finish = self.backend.begin_kill(job_id, reason)
+        if finish is None:  # nothing left to wait for
             return
         future = self._pool.submit(finish)
         self._running[job_id] = (future, frozenset(gpus))

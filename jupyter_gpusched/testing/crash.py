@@ -21,12 +21,13 @@ from pathlib import Path
 
 import requests
 
+from ..core.model import TERMINAL_STATE_NAMES
 from .jupyter import LiveServer, new_live_server
 from .notebooks import make_notebook
 from .waits import wait_until
 
 FIRST_FINISH = "first job finishes"  # a kill point: the moment a job of this round has run its last cell
-TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
+TERMINAL = TERMINAL_STATE_NAMES
 
 
 @dataclass

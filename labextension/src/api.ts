@@ -217,13 +217,26 @@ export class GPUSchedAPI {
     return body.events;
   }
 
-  /** The log from byte `offset` on, and the offset to ask for next. */
+  /**
+   * The log from byte `offset` on, and the offset to ask for next. A log now
+   * shorter than `offset` was trimmed on the server (its head dropped past the
+   * size cap): it is read again from its new start, whose first line says so.
+   */
   async log(id: string, offset = 0): Promise<ILogChunk> {
-    const response = await this.request(
-      ['jobs', id, 'log'],
-      {},
-      { offset: offset || undefined }
-    );
+    let response: Response;
+    try {
+      response = await this.request(
+        ['jobs', id, 'log'],
+        {},
+        { offset: offset || undefined }
+      );
+    } catch (err) {
+      if (!(err instanceof GPUSchedError) || err.status !== 416 || !offset) {
+        throw err;
+      }
+      offset = 0;
+      response = await this.request(['jobs', id, 'log']);
+    }
     const text = await response.text();
     const header = response.headers.get('X-Log-Offset');
     const next =

@@ -25,6 +25,7 @@ from traitlets import Bool, Dict, Float, Int, List, Unicode
 
 from ...core.model import Allocation, JobSpec, JobState, NodeSpec, Pool
 from ..base import Backend, BackendError, BackendUpdate, LaunchRequest, validate_parameters
+from ..logcap import DEFAULT_MAX_LOG_BYTES
 from .api import Api, Connection, KubeApiError, rejection
 from .config import GPU_RESOURCE, TRAIT_NAMES, KubernetesConfig
 from .manifests import build_manifests
@@ -63,6 +64,7 @@ SETTINGS = {
         "workers",
         "copy_logs",
         "log_interval",
+        "max_log_bytes",
     )
 }
 
@@ -117,6 +119,12 @@ class KubernetesBackend(Backend):
         True, config=True, help="Copy each pod's container log into the job's log (needs RBAC pods/log get)."
     )
     log_interval = Float(5.0, config=True, help="Seconds between log fetches of a running pod.")
+    max_log_bytes = Int(
+        DEFAULT_MAX_LOG_BYTES,
+        config=True,
+        help="Cap of a job's log.txt (all its pods' copies) in bytes: past it the head is dropped (the last half "
+        "of the cap is kept, under a line that says so). 0: no cap.",
+    )
     workers = Int(4, config=True, help="Threads writing to the API server.")
 
     def __init__(

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..logcap import DEFAULT_MAX_LOG_BYTES
+
 GPU_RESOURCE = "nvidia.com/gpu"
 # KubernetesConfig fields whose KubernetesBackend trait has another name (`pools()` is a method there).
 TRAIT_NAMES = {"pools": "allowed_pools"}
@@ -54,6 +56,7 @@ class KubernetesConfig:
     log_interval: float = 5.0  # seconds between log fetches of a running pod (and once more when it ends)
     log_limit_bytes: int = 256 * 1024  # limitBytes of one fetch
     log_max_bytes: int = 64 * 1024 * 1024  # per pod: past this much, the copy stops with a note
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES  # the job's whole log.txt (all its pods): past it, the head goes
 
     def namespace_for(self, tenant: str) -> str:
         return self.tenant_namespaces.get(tenant, self.namespace)

@@ -275,7 +275,7 @@ class PodLogCopier:
             out += f"[gpusched {time.strftime('%Y-%m-%d %H:%M:%S')}] kubernetes: (the copy of pod {pl.name}'s log stops here: {self.cfg.log_max_bytes} bytes)\n".encode()
             stop = True
         if out:
-            self._state.append_log(job_dir, bytes(out))
+            self._state.append_log(job_dir, bytes(out), self.cfg.max_log_bytes)
         with self._state.lock:
             pl.since_ns, pl.at_since, pl.sec_bytes, pl.failures = since_ns, at_since, sec_bytes, 0
             pl.copied += len(out)

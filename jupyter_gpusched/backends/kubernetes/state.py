@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base import BackendUpdate, UpdateKind, log_path
+from ..logcap import trim_log
 from .watch import ClusterCache
 
 
@@ -60,11 +61,13 @@ class SharedState:
             return
         self.append_log(t.job_dir, f"[gpusched {time.strftime('%Y-%m-%d %H:%M:%S')}] kubernetes: {line}\n".encode())
 
-    def append_log(self, job_dir: Path, data: bytes) -> None:
+    def append_log(self, job_dir: Path, data: bytes, max_bytes: int = 0) -> None:
+        """Append to the job's log.txt, then trim it to `max_bytes` (0: no cap) under the same lock."""
         try:
             with self._file_lock:
                 job_dir.mkdir(parents=True, exist_ok=True)
                 with open(log_path(job_dir), "ab") as f:
                     f.write(data)
+                trim_log(log_path(job_dir), max_bytes)
         except OSError:
             pass

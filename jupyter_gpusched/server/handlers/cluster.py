@@ -8,7 +8,6 @@ from tornado import web
 from ..base import GPUSchedHandler, api_errors
 from ..metrics import render_metrics, render_scaling_metrics
 from ..serialize import iso
-from ..validation import ApiError
 
 
 class QueuesHandler(GPUSchedHandler):
@@ -70,11 +69,3 @@ class MetricsHandler(GPUSchedHandler):
         except Exception:  # a failed forecast must not cost the scraper every other metric
             self.log.exception("gpusched: no pool-size recommendation for /gpusched/metrics")
         self.finish(text, set_content_type="text/plain; version=0.0.4; charset=utf-8")
-
-
-class NotFoundHandler(GPUSchedHandler):
-    """Unknown paths under the API get our JSON error too."""
-
-    @api_errors
-    async def prepare(self):
-        raise ApiError(404, "not_found", f"no API endpoint at {self.request.path}")

@@ -187,6 +187,29 @@ describe('GPUSchedAPI', () => {
     );
   });
 
+  it('reads a trimmed log again from its new start after a 416', async () => {
+    server.routes['GET jobs/j1/log'] = req =>
+      req.url.searchParams.has('offset')
+        ? json(
+            {
+              error: 'invalid_value',
+              message: 'offset 900 is past the end of the log (40 bytes)',
+              field: 'offset'
+            },
+            416
+          )
+        : new Response('[gpusched] its first 1000 bytes were dropped\n', {
+            status: 200,
+            headers: { 'X-Log-Offset': '40' }
+          });
+    const chunk = await api.log('j1', 900);
+    expect(chunk).toEqual({
+      text: '[gpusched] its first 1000 bytes were dropped\n',
+      offset: 40
+    });
+    expect(server.calls('jobs/j1/log')).toHaveLength(2);
+  });
+
   it('counts UTF-8 bytes when the offset header is missing', async () => {
     server.routes['GET jobs/j1/log'] = () => new Response('é', { status: 200 });
     expect((await api.log('j1', 5)).offset).toBe(7);
