@@ -70,12 +70,27 @@ def _hub_server() -> tuple[str, str, str | None] | None:
     return url, token, str(Path(root).expanduser()) if root else None
 
 
+def _same_server(a: str, b: str) -> bool:
+    """Do two base URLs name the same server (localhost and 127.0.0.1 alike)?"""
+    pa, pb = urlsplit(a), urlsplit(b)
+    local = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+    host_a, host_b = (pa.hostname or ""), (pb.hostname or "")
+    same_host = host_a == host_b or (host_a in local and host_b in local)
+    return same_host and pa.port == pb.port and pa.path.rstrip("/") == pb.path.rstrip("/")
+
+
+def _root_of_local_server(url: str) -> str | None:
+    """The root folder of the server at `url` when it runs on this machine (its runtime file says)."""
+    return next((s.get("root_dir") for s in _running_servers() if _same_server(s.get("url", ""), url)), None)
+
+
 def discover(url: str | None = None, token: str | None = None) -> tuple[str, str | None, str | None]:
     """(base URL, token, server root dir or None)."""
     url = url or os.environ.get("GPUSCHED_URL")
     token = token or os.environ.get("GPUSCHED_TOKEN")
     if url:
-        return url.rstrip("/") + "/", token, os.environ.get("GPUSCHED_ROOT_DIR")
+        url = url.rstrip("/") + "/"
+        return url, token, os.environ.get("GPUSCHED_ROOT_DIR") or _root_of_local_server(url)
     hub = _hub_server()
     if hub is not None:
         return hub[0], token or hub[1], hub[2]

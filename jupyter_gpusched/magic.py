@@ -8,7 +8,11 @@
     import torch; print(torch.cuda.device_count())
 
 Both go through the one client (client.py), which finds the server from inside the kernel, and take
-the CLI's submit options (one per job-spec field). Errors are one line, never a traceback.
+the CLI's submit options (one per job-spec field). Errors are one line, never a traceback. A `%%gpusched`
+cell whose job does not succeed (or cannot be submitted) fails, so "Run All" stops there, unless
+`--no-raise`. The cell's code travels as a one-cell notebook named after the calling notebook and the
+cell's execution count (`train.cell-7.ipynb`) in the hidden `.gpusched-cells/` folder beside it (the
+server reads notebooks only inside its root); it is removed once the job has ended (kept with `--no-wait`).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ def _cell_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="%%gpusched", description="Run this cell's code as a GPU job and show its output here.")
     add_spec_options(p)
     p.add_argument("--no-wait", action="store_true", help="submit and return at once")
+    p.add_argument("--no-raise", action="store_true", help="a failed job does not fail the cell")
     p.add_argument("--url")
     p.add_argument("--token")
     return p
@@ -89,15 +94,30 @@ def _check_command(argv: list[str]) -> None:
         raise _Exit(f"%gpusched: unknown command {command!r}; known commands: {known}")
 
 
-def cell_notebook(code: str, folder: Path) -> Path:
-    """Write the cell's code as a one-cell notebook (named by its content) and return its path."""
+class JobFailed(RuntimeError):
+    """A `%%gpusched` cell's job did not succeed: the cell fails, shown as one line (no traceback)."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows this instead of a traceback
+        return [f"{type(self).__name__}: {self}"]
+
+
+def cell_notebook(code: str, folder: Path, name: str) -> Path:
+    """Write the cell's code as a one-cell notebook `<name>.ipynb` (made unique) and return its path."""
     folder.mkdir(parents=True, exist_ok=True)
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells.append(nbformat.v4.new_code_cell(code))
-    path = folder / f"cell-{hashlib.sha256(code.encode()).hexdigest()[:10]}.ipynb"
+    path = folder / f"{name}.ipynb"
+    if path.exists():  # the same cell run again while its last job is still around
+        path = folder / f"{name}-{hashlib.sha256(f'{code}{time.time()}'.encode()).hexdigest()[:6]}.ipynb"
     nbformat.write(nb, str(path))
     return path
+
+
+def cell_job_name(session: str | None, execution_count: int | None) -> str:
+    """`train.cell-7` for the 7th run cell of train.ipynb (`__session__` is the notebook's path)."""
+    stem = Path(session).stem if session else "notebook"
+    return f"{stem}.cell-{execution_count}" if execution_count else f"{stem}.cell"
 
 
 def show_outputs(notebook_json: bytes) -> None:
@@ -128,6 +148,8 @@ class GPUSchedMagics(Magics):
             if str(exc):
                 print(str(exc), file=sys.stderr)
         except GPUSchedError as exc:
+            if cell is not None and "--no-raise" not in line.split():
+                raise JobFailed(f"gpusched: {exc}") from None
             print(f"gpusched: {exc}", file=sys.stderr)
         except KeyboardInterrupt:
             print(
@@ -144,22 +166,36 @@ class GPUSchedMagics(Magics):
     def _cell(self, line: str, code: str) -> None:
         args = _cell_parser().parse_args(_split(line, "%%gpusched"))
         client = Client(args.url, args.token)
-        path = cell_notebook(code, Path.cwd() / CELL_DIR)
-        job = client.submit(str(path), **spec_from_args(args))
+        shell = self.shell
+        # while a cell runs, IPython's counter is already one past the cell's prompt number (In [7])
+        name = cell_job_name(
+            shell.user_ns.get("__session__") if shell else None, shell.execution_count - 1 if shell else None
+        )
+        path = cell_notebook(code, Path.cwd() / CELL_DIR, name)
+        try:
+            job = client.submit(str(path), **spec_from_args(args))
+        except GPUSchedError:
+            path.unlink(missing_ok=True)
+            raise
         print(f"submitted {job['id']} ({job['gpus']} GPU, {job['priority']})", file=sys.stderr)
         if args.no_wait:
             return
-        while job["state"] not in cli.TERMINAL:
-            time.sleep(1.0)
-            job = client.get(job["id"])
+        try:
+            while job["state"] not in cli.TERMINAL:
+                time.sleep(1.0)
+                job = client.get(job["id"])
+        finally:
+            if job["state"] in cli.TERMINAL:
+                path.unlink(missing_ok=True)
         try:
             show_outputs(client.output(job["id"]))
         except GPUSchedError:
             pass  # no executed notebook (e.g. cancelled before it ran)
         if job["state"] != "SUCCEEDED":
-            print(
-                f"gpusched: job {job['id']} {job['state']}: {job.get('message') or job.get('reason')}", file=sys.stderr
-            )
+            why = f"gpusched: job {job['id']} {job['state']}: {job.get('message') or job.get('reason')}"
+            if not args.no_raise:
+                raise JobFailed(why)
+            print(why, file=sys.stderr)
 
 
 def load_ipython_extension(ipython) -> None:

@@ -8,6 +8,7 @@ import json
 import pytest
 
 import jupyter_gpusched.cli as cli
+from jupyter_gpusched.cli.commands import forecast_summary, output_name
 from jupyter_gpusched.cli import main
 from jupyter_gpusched.cli.options import spec_from_args
 from jupyter_gpusched.client import GPUSchedError
@@ -90,3 +91,34 @@ def test_a_bad_option_is_one_line_and_exit_code_2(argv, message, capsys, recordi
 def test_a_self_parsing_command_after_server_options_says_so_instead_of_doing_nothing():
     with pytest.raises(GPUSchedError, match="manifest parses its own arguments"):
         cli.run(cli.build_parser().parse_args(["--url", "http://127.0.0.1:9/", "manifest"]))
+
+
+def test_the_forecast_prints_a_summary_not_its_json():
+    step = 600
+    f = {
+        "values": [2.0] * 6 + [5.0] + [1.0] * 137,
+        "lower": [1.0] * 144,
+        "upper": [3.0] * 6 + [7.5] + [2.0] * 137,
+        "times": [f"2026-12-03T{h:02d}:{m:02d}:00+00:00" for h in range(24) for m in range(0, 60, 10)],
+        "model": "prophet-ar",
+        "series": "requested",
+        "tenant": None,
+        "step_s": step,
+        "note": "chosen by backtest",
+        "skill": {"models": {"prophet-ar": {"mase": 0.41}, "last-value": {"mase": 0.48}, "mean": {"mase": None}}},
+    }
+    text = forecast_summary(f)
+    assert text.splitlines() == [
+        "Forecast of GPUs requested, all tenants (prophet-ar, 144 steps of 10 min):",
+        "  next hour  2.0 GPUs (band 1.0 to 3.0)",
+        "  next 24 h  peak 5.0 GPUs at 2026-12-03 01:00 (band up to 7.5)",
+        "  backtest MASE (lower is better): prophet-ar 0.41 · last-value 0.48",
+        "  chosen by backtest",
+        "  (--json prints every value)",
+    ]
+    assert "no history yet" in forecast_summary({"values": [], "tenant": "vision", "note": ""})
+
+
+def test_an_output_is_named_after_its_notebook_and_job():
+    assert output_name({"id": "3f2a9c1b7e4d", "notebook": "runs/train.ipynb"}) == "train.3f2a9c1b7e4d.ipynb"
+    assert output_name({"id": "ab", "notebook": "x"}) == "x.ab.ipynb"

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import nbformat
 import pytest
 from ipywidgets.embed import embed_data
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 
 from jupyter_gpusched.client import Client
 from jupyter_gpusched.testing.notebooks import make_notebook
@@ -60,7 +62,8 @@ def test_magics_in_a_real_kernel(live_server, monkeypatch):
     assert out[5].strip().startswith("gpusched: no notebook at 'missing.ipynb'")
     assert "invalid int value: 'lots'" in out[6]
     assert "TENANT" in out[7] and "default" in out[7]
-    assert "GPU demand" in out[8]
+    assert "GPU demand" in out[8] and "Forecast of GPUs requested" in out[8], out[8]
+    assert len(out[8].splitlines()) < 20 and '"values"' not in out[8]  # a summary, not the raw JSON
     assert all(c.get("outputs") is not None for c in nb.cells)
     assert not any(o.output_type == "error" for c in nb.cells for o in c.get("outputs", []))
 
@@ -132,3 +135,46 @@ def test_widgets_build_their_state_without_a_browser(live_server):
     assert chart.usage["tenants"]["default"]["requested"]
     assert "Demand history" in chart.note.value
     view.close()
+
+
+def test_a_failing_gpusched_cell_fails_and_leaves_no_notebook_behind(live_server, monkeypatch):
+    """Run All stops at a %%gpusched cell whose job failed (one line, no traceback), unless --no-raise;
+    the cell's notebook is named after the notebook and cell, and removed once its job has ended."""
+    root = live_server.root
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(src)
+        for src in (
+            "%load_ext jupyter_gpusched",
+            "%%gpusched --no-raise\nraise ValueError('tolerated')",
+            "%%gpusched\nraise ValueError('boom')",
+            "print('never runs')",
+        )
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(live_server.runtime))
+    monkeypatch.delenv("GPUSCHED_URL", raising=False)
+    before = {j["id"] for j in Client(live_server.url, live_server.token).jobs()}
+    client = NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(root)}})
+    with pytest.raises(CellExecutionError) as failed:
+        client.execute()
+    assert "JobFailed: gpusched: job " in str(failed.value) and "FAILED: ValueError: boom" in str(failed.value)
+    assert "tolerated" in outputs_text(nb.cells[1]) and not any(o.output_type == "error" for o in nb.cells[1].outputs)
+    (error,) = [o for o in nb.cells[2].outputs if o.output_type == "error"]
+    assert error.traceback == [f"JobFailed: {error.evalue}"]  # one line, not a traceback
+    assert not nb.cells[3].get("outputs")
+    jobs = [j for j in Client(live_server.url, live_server.token).jobs() if j["id"] not in before]
+    assert sorted(j["notebook"].rsplit("/", 1)[-1] for j in jobs) == ["notebook.cell-2.ipynb", "notebook.cell-3.ipynb"]
+    assert not any((root / ".gpusched-cells" / f"notebook.cell-{n}.ipynb").exists() for n in (2, 3))
+
+
+def test_a_local_servers_root_is_known_with_or_without_url(live_server, monkeypatch):
+    """One rule for notebook paths: relative to the current folder whenever the server runs on this machine,
+    also when it is named with --url (its runtime file gives its root)."""
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(live_server.runtime))
+    monkeypatch.delenv("GPUSCHED_ROOT_DIR", raising=False)
+    named = Client(live_server.url.replace("127.0.0.1", "localhost"), live_server.token)
+    assert Path(named.root_dir or "").resolve() == live_server.root.resolve()
+    (live_server.root / "sub").mkdir(exist_ok=True)
+    monkeypatch.chdir(live_server.root / "sub")
+    assert named.server_path("a.ipynb") == "sub/a.ipynb"

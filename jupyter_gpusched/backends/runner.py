@@ -192,25 +192,42 @@ class Run:
         self.beat()
 
     def on_cell_executed(self, cell: Any = None, execute_reply: Any = None, **_: Any) -> None:
-        self.cells_done += 1
         content = (execute_reply or {}).get("content") or {}
         allowed = cell is not None and "raises-exception" in cell.get("metadata", {}).get("tags", [])
-        if content.get("status") == "error" and not allowed and self.cell_error is None:
-            what = f"{content.get('ename', 'Error')}: {_one_line(content.get('evalue', ''))}".rstrip(": ")
-            where = cell.get("execution_count") if cell is not None else None
-            self.cell_error = f"{what} (cell {where or self.cells_done})"
+        if content.get("status") == "error" and not allowed:  # a failed cell is not done
+            if self.cell_error is None:
+                what = f"{content.get('ename', 'Error')}: {_one_line(content.get('evalue', ''))}".rstrip(": ")
+                where = cell.get("execution_count") if cell is not None else None
+                self.cell_error = f"{what} (cell {where or self.cells_done + 1})"
+        elif cell is None or not is_injected(cell):  # the user counts their own cells, not papermill's
+            self.cells_done += 1
         self.beat()
 
 
+class _OutputFormatter(logging.Formatter):
+    """papermill logs a cell's printed text as one record per output, text and its newline included: the
+    log shows it as printed, without the blank line the handler's own newline would add."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        return text[:-1] if text.endswith("\n") else text
+
+
 def count_code_cells(nb: Any) -> int:
-    """Code cells nbclient will execute (non-empty, not tagged skip-execution)."""
+    """The notebook's own code cells nbclient will execute (non-empty, not tagged skip-execution; not the
+    parameters cell papermill injects)."""
     return sum(
         1
         for c in nb.cells
         if c.get("cell_type") == "code"
         and str(c.get("source", "")).strip()
         and "skip-execution" not in c.get("metadata", {}).get("tags", [])
+        and not is_injected(c)
     )
+
+
+def is_injected(cell: Any) -> bool:
+    return "injected-parameters" in cell.get("metadata", {}).get("tags", [])
 
 
 def _kernel_manager_class(run: Run) -> type:
@@ -278,7 +295,9 @@ def _run(run: Run, args: argparse.Namespace) -> int:
     job_dir: Path = args.job_dir
     threading.Thread(target=run.heartbeat_loop, name="gpusched-heartbeat", daemon=True).start()
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(_OutputFormatter())
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     print(
         f"gpusched-runner: pid {os.getpid()}, CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')!r}"
         + (f", max_runtime safety net {format_seconds(args.max_runtime)} s" if args.max_runtime else ""),

@@ -78,7 +78,7 @@ def build_parser(
 
     o = sub.add_parser("output", help="save the executed notebook")
     o.add_argument("job_id")
-    o.add_argument("-o", "--out", help="file to write (default: <job id>.ipynb)")
+    o.add_argument("-o", "--out", help="file to write (default: <notebook name>.<job id>.ipynb in the current folder)")
 
     q = sub.add_parser("queues", help="usage vs quota per tenant")
     q.add_argument("--json", action="store_true")

@@ -137,9 +137,15 @@ def logs(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def output_name(job: dict[str, Any]) -> str:
+    """`train.3f2a9c1b7e4d.ipynb`: the notebook's name and the job's id (the lab's Download uses it too)."""
+    stem = str(job.get("notebook") or "job").replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".ipynb")
+    return f"{stem}.{job['id']}.ipynb"
+
+
 def output(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     data = client.output(args.job_id)
-    path = args.out or f"{args.job_id}.ipynb"
+    path = args.out or output_name(client.get(args.job_id))
     with open(path, "wb") as f:
         f.write(data)
     print(f"wrote {path}", file=out)
@@ -201,8 +207,44 @@ def forecast(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     if prediction is None:
         print("no forecaster on this server yet: showing history only", file=out)
     else:
-        _json(prediction, out)
+        print(forecast_summary(prediction), file=out)
     return 0
+
+
+def forecast_summary(f: dict[str, Any]) -> str:
+    """A forecast in a few lines: the next hour, the coming peak, and how the model backtested
+    (every value is in `--json`)."""
+    values, lower, upper, times = (
+        f.get("values") or [],
+        f.get("lower") or [],
+        f.get("upper") or [],
+        f.get("times") or [],
+    )
+    who = f"tenant {f['tenant']}" if f.get("tenant") else "all tenants"
+    if not values:
+        return f"Forecast of GPUs {f.get('series', 'requested')}, {who}: no history yet. {f.get('note', '')}".rstrip()
+    step = float(f.get("step_s") or 600)
+    hour = max(1, round(3600 / step))
+    lines = [
+        f"Forecast of GPUs {f.get('series', 'requested')}, {who} ({f.get('model')}, {len(values)} steps of {step / 60:g} min):"
+    ]
+    mean = sum(values[:hour]) / len(values[:hour])
+    lines.append(f"  next hour  {mean:.1f} GPUs (band {min(lower[:hour]):.1f} to {max(upper[:hour]):.1f})")
+    peak = max(range(len(values)), key=values.__getitem__)
+    when = str(times[peak])[:16].replace("T", " ") if peak < len(times) else "?"
+    span = f"next {len(values) * step / 3600:g} h"
+    lines.append(f"  {span:<10} peak {values[peak]:.1f} GPUs at {when} (band up to {max(upper):.1f})")
+    models = ((f.get("skill") or {}).get("models")) or {}
+    scored = [(name, m["mase"]) for name, m in models.items() if isinstance(m, dict) and m.get("mase") is not None]
+    if scored:
+        lines.append(
+            "  backtest MASE (lower is better): "
+            + " · ".join(f"{n} {v:.2f}" for n, v in sorted(scored, key=lambda x: x[1]))
+        )
+    if f.get("note"):
+        lines.append(f"  {f['note']}")
+    lines.append("  (--json prints every value)")
+    return "\n".join(lines)
 
 
 Command = Callable[[Client, argparse.Namespace, TextIO], int]
