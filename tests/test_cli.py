@@ -8,8 +8,8 @@ import json
 import pytest
 
 import jupyter_gpusched.cli as cli
-from jupyter_gpusched.cli.commands import forecast_summary, output_name
 from jupyter_gpusched.cli import main
+from jupyter_gpusched.cli.commands import forecast_summary, output_name
 from jupyter_gpusched.cli.options import spec_from_args
 from jupyter_gpusched.client import GPUSchedError
 
