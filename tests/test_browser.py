@@ -1,12 +1,15 @@
 """The JupyterLab extension end to end: a real `jupyter lab`, Debian's Chromium driven by Playwright.
 
 Open Lab, open the GPU Jobs panel, submit a notebook and watch it go QUEUED -> RUNNING -> SUCCEEDED,
-follow its log, open its executed notebook; see the server's own message next to a refused field;
-submit from the file browser's context menu and the notebook toolbar; screenshot the panel in the
-light and dark themes into test-artifacts/.
+follow its log, view its executed notebook read-only and download it; see the server's own message
+next to a refused field; submit from the file browser's context menu and the notebook toolbar; a failed
+and a cancelled job's progress and output; screenshot the panel and the output viewer in the light and
+dark themes into test-artifacts/. Every test fails on an error in the browser console or an uncaught
+error in the page.
 
 Needs /usr/bin/chromium (`bash scripts/ci-browser-deps.sh` installs it) and the built lab extension
-(`pip install -e .` builds it). Skips, saying so, only when Chromium is missing.
+(`pip install -e .` or `jlpm build` builds it into jupyter_gpusched/labextension/, which Lab is pointed
+at, so the test runs this checkout's build). Skips, saying so, only when Chromium is missing.
 """
 
 from __future__ import annotations
@@ -15,12 +18,16 @@ import asyncio
 import os
 import re
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 import pytest
+import requests
 
 from jupyter_gpusched.testing.jupyter import Lab
+from jupyter_gpusched.testing.notebooks import new_notebook
+from jupyter_gpusched.testing.waits import wait_until
 
 from conftest import PROJECT_ROOT
 
@@ -49,6 +56,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 PANEL = "#gpusched-panel"
 FORM = "#gpusched-form"
 
+# A notebook whose second code cell fails (a markdown cell first: the viewer renders it).
+FAILS = new_notebook("print('before the failure')", "raise ValueError('failed on purpose')")
+FAILS.cells.insert(0, nbformat.v4.new_markdown_cell("# Fails on purpose\n\nThe *second* cell raises."))
+# One quick cell, then one that waits long enough to be cancelled.
+SLOW = new_notebook("print('first cell done', flush=True)", "import time\ntime.sleep(120)")
+
 
 @pytest.fixture(autouse=True)
 def jp_asyncio_loop():
@@ -59,9 +72,54 @@ def jp_asyncio_loop():
     loop.close()
 
 
+# This checkout's build of the lab extension (`jlpm build` / `pip install -e .` write it here).
+BUILT_EXTENSION = PROJECT_ROOT / "jupyter_gpusched" / "labextension"
+
+
+def serve_this_build(server: Lab, base: Path) -> None:
+    """Put this checkout's build first on Lab's labextensions path (JUPYTER_PATH wins over the copy
+    `pip install` made into the environment's share/, which may be another checkout's)."""
+    if not (BUILT_EXTENSION / "package.json").exists():
+        return  # an installed package without the source build: serve what is installed
+    link = base / "jupyter-path" / "labextensions" / "jupyter-gpusched"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(BUILT_EXTENSION, target_is_directory=True)
+    server.env["JUPYTER_PATH"] = os.pathsep.join(
+        p for p in (str(base / "jupyter-path"), os.environ.get("JUPYTER_PATH")) if p
+    )
+
+
+@dataclass
+class BrowserErrors:
+    """Console messages of type error and uncaught page errors, per test; `allow` names the ones a test
+    provokes on purpose (a refused request's status line), each with the URL it must come from."""
+
+    seen: list[str] = field(default_factory=list)
+    allowed: list[tuple[re.Pattern, str]] = field(default_factory=list)
+
+    def console(self, message) -> None:
+        if message.type == "error":
+            url = (message.location or {}).get("url", "")
+            self.seen.append(f"{message.text} [{url}]")
+
+    def page_error(self, error) -> None:
+        self.seen.append(f"uncaught: {error}")
+
+    def allow(self, text: str, url_part: str) -> None:
+        self.allowed.append((re.compile(re.escape(text)), url_part))
+
+    def unexpected(self) -> list[str]:
+        return [m for m in self.seen if not any(p.search(m) and f"{url}" in m for p, url in self.allowed)]
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    server = Lab(tmp_path_factory.mktemp("lab")).start()
+    base = tmp_path_factory.mktemp("lab")
+    server = Lab(base)
+    serve_this_build(server, base)
+    nbformat.write(FAILS, str(server.root / "fails.ipynb"))
+    nbformat.write(SLOW, str(server.root / "slow.ipynb"))
+    server.start()
     yield server
     server.stop()
     ARTIFACTS.mkdir(exist_ok=True)
@@ -78,6 +136,8 @@ def page(lab):
         pg.set_default_timeout(30_000)
         console: list[str] = []
         pg.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+        pg.on("console", lambda m: BROWSER_ERRORS.console(m))
+        pg.on("pageerror", lambda e: BROWSER_ERRORS.page_error(e))
         pg.goto(f"{lab.url}lab?token={lab.token}")
         try:
             pg.wait_for_selector('.jp-SideBar [data-id="gpusched-panel"]', timeout=60_000)
@@ -93,11 +153,25 @@ def page(lab):
         browser.close()
 
 
+BROWSER_ERRORS = BrowserErrors()
+
+
+@pytest.fixture
+def browser_errors(page) -> BrowserErrors:
+    return BROWSER_ERRORS
+
+
 @pytest.fixture(autouse=True)
 def screenshot_at_end(request, page):
-    """What the page looked like when each test ended (helps when one fails in CI)."""
+    """What the page looked like when each test ended (helps when one fails in CI); then no console
+    error or uncaught page error may have happened during the test (page load included, for the first)."""
     yield
     page.screenshot(path=str(ARTIFACTS / f"{request.node.name}-end.png"))
+    page.wait_for_timeout(300)  # a last refresh's errors arrive
+    unexpected = BROWSER_ERRORS.unexpected()
+    BROWSER_ERRORS.seen.clear()
+    BROWSER_ERRORS.allowed.clear()
+    assert not unexpected, "errors in the browser console:\n" + "\n".join(unexpected)
 
 
 def open_panel(page: Page) -> None:
@@ -197,22 +271,47 @@ def test_submit_watch_log_and_output(page: Page, lab: Lab):
     assert log_text.strip(), "the log view stayed empty"
     assert log_text == lab.api("GET", f"jobs/{job_id}/log").text, "the log view differs from the server's log"
 
-    # The executed notebook: saved next to the original as train.<id>.ipynb and opened.
+    # The executed notebook: shown read-only in a main-area tab; no file written, no kernel started.
+    files_before = sorted(p.name for p in lab.root.iterdir())
+    kernels_before = {k["id"] for k in lab_get(lab, "api/kernels")}
     item.get_by_role("button", name="Output").click()
     out_name = f"train.{job_id}.ipynb"
     expect(page.locator(f'.lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current:has-text("{out_name}")')).to_be_visible()
-    notebook = page.get_by_role("tabpanel", name=out_name, exact=True)
-    expect(notebook.locator(".jp-OutputArea-output").first).to_contain_text("step 0 lr=0.05", timeout=30_000)
-    expect(notebook).to_contain_text("trained with 0.05")
-    saved = nbformat.read(str(lab.root / out_name), as_version=4)  # sources as strings
+    viewer = page.locator(f"#gpusched-output-{job_id}")
+    expect(viewer.locator(".jp-OutputArea-output").first).to_contain_text("step 0 lr=0.05", timeout=30_000)
+    expect(viewer).to_contain_text("trained with 0.05")
+    expect(viewer.locator(".jp-GPUSched-source").first).to_contain_text("seconds = 3.0")
+    expect(viewer.locator(".jp-GPUSched-source span[class]").first).to_be_attached()  # highlighted
+    page.wait_for_timeout(500)
+    viewer.screenshot(path=str(ARTIFACTS / "output-viewer-light.png"))
+
+    # Download: the server's bytes, named <name>.<id>.ipynb
+    with page.expect_download() as download:
+        viewer.get_by_role("button", name="Download").click()
+    assert download.value.suggested_filename == out_name
+    saved_at = Path(download.value.path())
+    assert saved_at.read_bytes() == lab.api("GET", f"jobs/{job_id}/output").content
+    saved = nbformat.read(str(saved_at), as_version=4)  # sources as strings
     assert any("trained with 0.05" in "".join(o.get("text", "")) for c in saved["cells"] for o in c.get("outputs", []))
     injected = "".join(c["source"] for c in saved["cells"] if "injected-parameters" in c["metadata"].get("tags", []))
     assert "seconds = 3.0" in injected and "lr = 0.05" in injected, injected  # 3.0 stays a float
-    # the form still points at the notebook, not at the executed copy
+
+    assert sorted(p.name for p in lab.root.iterdir()) == files_before, "opening the output wrote into the folder"
+    assert {k["id"] for k in lab_get(lab, "api/kernels")} == kernels_before, "opening the output started a kernel"
+    # the form still points at the notebook
     expect(page.locator(FORM).get_by_label("Notebook")).to_have_value("train.ipynb")
 
 
-def test_refused_form_shows_the_servers_message_next_to_the_field(page: Page, lab: Lab):
+def lab_get(lab: Lab, path: str):
+    """GET one of Jupyter's own REST endpoints (api/kernels, ...) with the server's token."""
+    r = requests.get(f"{lab.url}{path}", headers={"Authorization": f"token {lab.token}"}, timeout=10)
+    r.raise_for_status()
+    return r.json()
+
+
+def test_refused_form_shows_the_servers_message_next_to_the_field(page: Page, lab: Lab, browser_errors):
+    # Chromium logs every 4xx answer as a console error: here the server refuses on purpose, twice.
+    browser_errors.allow("status of 400 (Bad Request)", "/gpusched/api/jobs?")
     open_panel(page)
     form = page.locator(FORM)
     form.get_by_label("Notebook").fill("other.ipynb")
@@ -278,6 +377,61 @@ def test_submit_from_file_browser_context_menu_and_toolbar(page: Page, lab: Lab)
     expect(page.locator(PANEL)).to_be_visible()
 
 
+def test_failed_and_cancelled_jobs_show_their_progress_and_output(page: Page, lab: Lab):
+    open_panel(page)
+    failed = lab.api("POST", "jobs", {"notebook": "fails.ipynb", "gpus": 1}).json()
+    slow = lab.api("POST", "jobs", {"notebook": "slow.ipynb", "gpus": 1}).json()
+    assert lab.wait_for_state(failed["id"], {"SUCCEEDED", "FAILED"})["state"] == "FAILED"
+    # cancel the slow one once its first cell has run: its partial executed notebook exists
+    slow_url = f"jobs/{slow['id']}"
+    wait_until(
+        lambda: (lab.api("GET", slow_url).json().get("progress") or [0])[0] >= 1,
+        60,
+        lambda: f"slow.ipynb's first cell to finish: {lab.api('GET', slow_url).json()}",
+    )
+    assert lab.api("DELETE", f"jobs/{slow['id']}").status_code == 200
+    lab.wait_for_state(slow["id"], {"CANCELLED"})
+
+    # The failed job's bar is in the error colour, not the brand blue of a running one.
+    item = job_item(page, failed["id"])
+    expect(item).to_have_attribute("data-state", "FAILED", timeout=15_000)
+    bar = item.locator("progress.jp-GPUSched-progress")
+    expect(bar).to_have_class(re.compile(r"\bjp-mod-failed\b"))
+    error_colour = page.evaluate("getComputedStyle(document.body).getPropertyValue('--jp-error-color1').trim()")
+    accent = bar.evaluate("n => getComputedStyle(n).accentColor")
+    assert accent == page.evaluate(
+        "c => { const d = document.createElement('div'); d.style.color = c; document.body.append(d);"
+        " const v = getComputedStyle(d).color; d.remove(); return v; }",
+        error_colour,
+    ), f"the failed job's bar is {accent}, not the error colour {error_colour}"
+
+    # Secondary actions use Lab's minimal button, not the heavy grey "reject" style.
+    for name in ("Log", "Output", "Resubmit"):
+        button = item.get_by_role("button", name=re.compile(rf"^{name}\b"))
+        expect(button).to_have_class(re.compile(r"\bjp-mod-minimal\b"))
+        expect(button).not_to_have_class(re.compile(r"\bjp-mod-reject\b"))
+    expect(page.locator(FORM).get_by_role("button", name="+ Add parameter")).to_have_class(
+        re.compile(r"\bjp-mod-minimal\b")
+    )
+    page.locator(PANEL).screenshot(path=str(ARTIFACTS / "panel-failed-light.png"))
+
+    # Its output: the markdown cell rendered, the cell that ran, and the error.
+    item.get_by_role("button", name=re.compile(r"^Output\b")).click()
+    viewer = page.locator(f"#gpusched-output-{failed['id']}")
+    expect(viewer.locator(".jp-RenderedMarkdown h1")).to_contain_text("Fails on purpose")
+    expect(viewer.locator(".jp-RenderedMarkdown em")).to_have_text("second")
+    expect(viewer).to_contain_text("before the failure")
+    expect(viewer.locator('[data-mime-type="application/vnd.jupyter.stderr"]')).to_contain_text("failed on purpose")
+    page.wait_for_timeout(500)
+    viewer.screenshot(path=str(ARTIFACTS / "output-viewer-failed-light.png"))
+
+    # The cancelled job ran a cell: it has an Output button, and its output has that cell's print.
+    cancelled = job_item(page, slow["id"])
+    expect(cancelled).to_have_attribute("data-state", "CANCELLED", timeout=15_000)
+    cancelled.get_by_role("button", name=re.compile(r"^Output\b")).click()
+    expect(page.locator(f"#gpusched-output-{slow['id']}")).to_contain_text("first cell done")
+
+
 def test_panel_screenshots_light_and_dark(page: Page, lab: Lab):
     open_panel(page)
     panel = page.locator(PANEL)
@@ -285,16 +439,23 @@ def test_panel_screenshots_light_and_dark(page: Page, lab: Lab):
     expect(panel.locator(".jp-GPUSched-jobs h3")).to_have_text("All jobs")
     expect(page.locator(f"{FORM}-tenant option").first).to_have_text("my default (default)")
     page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
-    expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "true")
+    expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "true", timeout=30_000)
     page.wait_for_timeout(500)
     panel.screenshot(path=str(ARTIFACTS / "panel-light.png"))
     page.screenshot(path=str(ARTIFACTS / "lab-light.png"))
     light_bg = panel.evaluate("n => getComputedStyle(n).backgroundColor")
 
+    viewer = page.locator(".jp-GPUSched-output").first  # an executed notebook an earlier test opened
+    if viewer.count():
+        page.evaluate(f"window.jupyterapp.shell.activateById('{viewer.get_attribute('id')}')")
+        viewer.screenshot(path=str(ARTIFACTS / "output-viewer-light2.png"))
+
     page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
-    expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "false")
+    expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "false", timeout=30_000)  # loads its CSS
     page.wait_for_timeout(500)
     panel.screenshot(path=str(ARTIFACTS / "panel-dark.png"))
+    if viewer.count():
+        viewer.screenshot(path=str(ARTIFACTS / "output-viewer-dark.png"))
     page.screenshot(path=str(ARTIFACTS / "lab-dark.png"))
     dark_bg = panel.evaluate("n => getComputedStyle(n).backgroundColor")
     assert light_bg != dark_bg, "the panel does not follow the theme"

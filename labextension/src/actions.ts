@@ -3,16 +3,28 @@
  * job list's cancel / log / output / resubmit. The plugin (index.ts) builds one `JobActions`.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import { Dialog, MainAreaWidget, showDialog } from '@jupyterlab/apputils';
-import { PathExt } from '@jupyterlab/coreutils';
-import { IDocumentManager } from '@jupyterlab/docmanager';
+import {
+  Dialog,
+  MainAreaWidget,
+  showDialog,
+  ToolbarButton
+} from '@jupyterlab/apputils';
+import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
+import { INotebookContent } from '@jupyterlab/nbformat';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import {
+  IRenderMimeRegistry,
+  RenderMimeRegistry,
+  standardRendererFactories
+} from '@jupyterlab/rendermime';
+import { downloadIcon } from '@jupyterlab/ui-components';
 
 import { GPUSchedAPI } from './api';
 import { gpuIcon } from './components/icons';
 import { IJobActions } from './components/JobList';
 import { LogView } from './components/LogView';
-import { notebookName, shortId } from './format';
+import { downloadText, NotebookView } from './components/NotebookView';
+import { notebookName, outputFileName, shortId } from './format';
 import { buildSubmit, resubmitBody, SubmitFormModel } from './form';
 import { JobsModel } from './model';
 import {
@@ -29,7 +41,10 @@ export interface IJobActionsOptions {
   model: JobsModel;
   form: SubmitFormModel;
   tracker: INotebookTracker | null;
-  docManager: IDocumentManager | null;
+  /** Lab's renderers (the output viewer's); a standard set without it. */
+  rendermime: IRenderMimeRegistry | null;
+  /** Highlights code in the output viewer. */
+  languages: IEditorLanguageRegistry | null;
 }
 
 export class JobActions implements IJobActions {
@@ -39,11 +54,11 @@ export class JobActions implements IJobActions {
     this._model = options.model;
     this._form = options.form;
     this._tracker = options.tracker;
-    this._docManager = options.docManager;
+    this._rendermime =
+      options.rendermime ??
+      new RenderMimeRegistry({ initialFactories: standardRendererFactories });
+    this._languages = options.languages;
   }
-
-  /** Executed notebooks this session opened: the form does not follow them. */
-  readonly outputs = new Set<string>();
 
   /** Fill the form with a notebook and the rows of its `parameters` cell. */
   async fillForm(path: string): Promise<void> {
@@ -112,40 +127,45 @@ export class JobActions implements IJobActions {
     shell.activateById(widget.id);
   }
 
-  /** Save the executed notebook next to the original as `<name>.<job id>.ipynb` and open it. */
+  /**
+   * Show the executed notebook read-only in a main-area tab, with a Download button
+   * (`<name>.<job id>.ipynb`). Nothing is written into the user's folder, no kernel starts.
+   */
   async openOutput(job: IJob): Promise<void> {
-    const contents = this._app.serviceManager.contents;
-    const dir = PathExt.dirname(job.notebook);
-    const base = PathExt.basename(job.notebook, '.ipynb');
-    let path = PathExt.join(dir, `${base}.${job.id}.ipynb`);
-    const exists = await contents.get(path, { content: false }).then(
-      () => true,
-      () => false
-    );
-    if (!exists) {
-      const nb = await this._api.output(job.id);
-      try {
-        await contents.save(path, {
-          type: 'notebook',
-          format: 'json',
-          content: nb
-        });
-      } catch {
-        // the original's folder is not writable: a new untitled notebook instead
-        const untitled = await contents.newUntitled({
-          type: 'notebook',
-          path: ''
-        });
-        path = untitled.path;
-        await contents.save(path, {
-          type: 'notebook',
-          format: 'json',
-          content: nb
-        });
-      }
+    const shell = this._app.shell;
+    const open = this._outputs.get(job.id);
+    if (open && !open.isDisposed) {
+      shell.activateById(open.id);
+      return;
     }
-    this.outputs.add(path);
-    await this._openFile(path);
+    const { text, notebook } = await this._api.output(job.id); // rejects: shown on the job
+    const fileName = outputFileName(job);
+    const content = new NotebookView({
+      notebook: notebook as unknown as INotebookContent,
+      rendermime: this._rendermime,
+      languages: this._languages,
+      label: `Executed notebook ${fileName} (read-only)`
+    });
+    const widget = new MainAreaWidget({ content, reveal: content.ready });
+    widget.id = `gpusched-output-${job.id}`;
+    widget.addClass('jp-GPUSched-output');
+    widget.title.label = fileName;
+    widget.title.caption = `Executed notebook of GPU job ${job.id} (${job.notebook}), read-only`;
+    widget.title.icon = gpuIcon;
+    widget.title.closable = true;
+    widget.toolbar.addItem(
+      'download',
+      new ToolbarButton({
+        icon: downloadIcon,
+        label: 'Download',
+        tooltip: `Download ${fileName}`,
+        onClick: () => downloadText(fileName, text)
+      })
+    );
+    this._outputs.set(job.id, widget);
+    widget.disposed.connect(() => this._outputs.delete(job.id));
+    shell.add(widget, 'main');
+    shell.activateById(widget.id);
   }
 
   async cancel(job: IJob): Promise<void> {
@@ -195,19 +215,13 @@ export class JobActions implements IJobActions {
     return source === null ? [] : parseParametersCell(source);
   }
 
-  private async _openFile(path: string): Promise<void> {
-    if (this._docManager) {
-      this._docManager.openOrReveal(path);
-    } else {
-      await this._app.commands.execute('docmanager:open', { path });
-    }
-  }
-
   private readonly _app: JupyterFrontEnd;
   private readonly _api: GPUSchedAPI;
   private readonly _model: JobsModel;
   private readonly _form: SubmitFormModel;
   private readonly _tracker: INotebookTracker | null;
-  private readonly _docManager: IDocumentManager | null;
+  private readonly _rendermime: IRenderMimeRegistry;
+  private readonly _languages: IEditorLanguageRegistry | null;
   private readonly _logs = new Map<string, MainAreaWidget<LogView>>();
+  private readonly _outputs = new Map<string, MainAreaWidget<NotebookView>>();
 }

@@ -21,6 +21,12 @@ import {
   IQueues
 } from './tokens';
 
+/** `GET jobs/{id}/output`: the file's text and its parsed JSON. */
+export interface IExecutedNotebook {
+  text: string;
+  notebook: Record<string, unknown>;
+}
+
 /** Path of the REST API below the server's base URL. */
 export const API_PATH = 'gpusched/api';
 
@@ -246,9 +252,27 @@ export class GPUSchedAPI {
     return { text, offset: next };
   }
 
-  /** The executed notebook (nbformat JSON). */
-  output(id: string): Promise<Record<string, unknown>> {
-    return this.requestJSON<Record<string, unknown>>(['jobs', id, 'output']);
+  /**
+   * The executed notebook: the file's text as the server sent it (what a download saves)
+   * and its parsed nbformat JSON (what the viewer renders).
+   */
+  async output(id: string): Promise<IExecutedNotebook> {
+    const response = await this.request(['jobs', id, 'output']);
+    const text = await response.text();
+    let notebook: unknown;
+    try {
+      notebook = JSON.parse(text);
+    } catch {
+      notebook = null;
+    }
+    if (!notebook || typeof notebook !== 'object' || Array.isArray(notebook)) {
+      throw new GPUSchedError(
+        `The executed notebook of job ${id} is not a notebook (not JSON).`,
+        response.status,
+        'bad_response'
+      );
+    }
+    return { text, notebook: notebook as Record<string, unknown> };
   }
 
   queues(): Promise<IQueues> {

@@ -1,5 +1,5 @@
-/** Small display helpers: durations, times, job names. */
-import { IJob } from './tokens';
+/** Small display helpers: durations, times, job names, the status bar's words. */
+import { IJob, TERMINAL_STATES } from './tokens';
 
 /** `1h 02m`, `3m 05s`, `42s`. */
 export function formatDuration(seconds: number): string {
@@ -60,4 +60,59 @@ export function notebookName(job: Pick<IJob, 'notebook'>): string {
 /** A short, readable form of a job id. */
 export function shortId(id: string): string {
   return id.length > 8 ? id.slice(0, 8) : id;
+}
+
+/**
+ * The file name of a job's executed notebook: `<notebook name>.<job id>.ipynb`
+ * (`train.ipynb`, job `3f2a…` → `train.3f2a….ipynb`), the same rule as the CLI's `output`.
+ */
+export function outputFileName(job: Pick<IJob, 'id' | 'notebook'>): string {
+  const name = notebookName(job).replace(/\.ipynb$/i, '');
+  return `${name}.${job.id}.ipynb`;
+}
+
+/**
+ * Whether a job has an executed notebook to show: one that succeeded or failed (the failing
+ * cell's error is in it), and any other that ended after running some cells (the runner
+ * saves the partial notebook when it is stopped).
+ */
+export function hasOutput(job: Pick<IJob, 'state' | 'progress'>): boolean {
+  if (job.state === 'SUCCEEDED' || job.state === 'FAILED') {
+    return true;
+  }
+  return (
+    TERMINAL_STATES.has(job.state) && !!job.progress && job.progress[0] > 0
+  );
+}
+
+/** The caller's own jobs by what they are doing (the status bar's counts). */
+export interface IMyCounts {
+  /** Waiting for GPUs. */
+  queued: number;
+  /** Given GPUs, their kernel starting (ADMITTED). */
+  starting: number;
+  /** Running. */
+  running: number;
+}
+
+/**
+ * The status bar's text: `GPU jobs: 1 running, 1 starting, 2 queued · 3/4 GPUs free`
+ * ("starting" only while some job is ADMITTED, so the usual text stays short).
+ */
+export function statusText(
+  mine: IMyCounts | null,
+  cluster: { free_gpus: number; total_gpus: number } | null
+): string {
+  if (!mine) {
+    return 'GPU jobs: …';
+  }
+  const counts = [`${mine.running} running`];
+  if (mine.starting > 0) {
+    counts.push(`${mine.starting} starting`);
+  }
+  counts.push(`${mine.queued} queued`);
+  const gpus = cluster
+    ? ` · ${cluster.free_gpus}/${cluster.total_gpus} GPUs free`
+    : '';
+  return `GPU jobs: ${counts.join(', ')}${gpus}`;
 }

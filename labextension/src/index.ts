@@ -1,6 +1,7 @@
 /**
  * jupyter-gpusched's JupyterLab plugin: the GPU Jobs sidebar panel, the "Submit as GPU job…"
- * commands (file browser context menu, notebook toolbar), the status bar item, log and output views.
+ * commands (file browser context menu, notebook toolbar), the status bar item, log views and the
+ * read-only viewer of executed notebooks.
  *
  * This module only wires the pieces together: what the buttons do is in actions.ts, the
  * commands and where they show in commands.ts.
@@ -11,9 +12,10 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICommandPalette, Notification } from '@jupyterlab/apputils';
-import { IDocumentManager } from '@jupyterlab/docmanager';
+import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { INotebookTracker } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 
@@ -42,8 +44,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     INotebookTracker,
     IFileBrowserFactory,
     IStatusBar,
-    IDocumentManager,
-    ICommandPalette
+    ICommandPalette,
+    IRenderMimeRegistry,
+    IEditorLanguageRegistry
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -52,8 +55,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     tracker: INotebookTracker | null,
     browserFactory: IFileBrowserFactory | null,
     statusBar: IStatusBar | null,
-    docManager: IDocumentManager | null,
-    palette: ICommandPalette | null
+    palette: ICommandPalette | null,
+    rendermime: IRenderMimeRegistry | null,
+    languages: IEditorLanguageRegistry | null
   ) => {
     const api = new GPUSchedAPI(app.serviceManager.serverSettings);
     let settings: IGPUSchedSettings = { ...DEFAULT_SETTINGS };
@@ -71,7 +75,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       model,
       form,
       tracker,
-      docManager
+      rendermime,
+      languages
     });
 
     const panel = new GPUSchedPanel({
@@ -108,18 +113,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
       });
     }
 
-    // The form follows the notebook being looked at (not the executed copies it opened).
+    // The form follows the notebook being looked at.
     tracker?.currentChanged.connect(async (_, widget) => {
       if (!widget) {
         return;
       }
       await widget.context.ready;
       const path = widget.context.path;
-      if (
-        !actions.outputs.has(path) &&
-        path !== form.values.notebook &&
-        !form.busy
-      ) {
+      if (path !== form.values.notebook && !form.busy) {
         await actions.fillForm(path);
       }
     });

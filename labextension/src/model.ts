@@ -7,6 +7,7 @@ import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { GPUSchedAPI } from './api';
+import { IMyCounts } from './format';
 import { ICluster, IJob, IJobDetail, IMe, IQueues, JobState } from './tokens';
 
 /** Tenants change rarely: refetch `queues` at most once a minute. */
@@ -82,8 +83,8 @@ export class JobsModel implements IDisposable {
     return this._details.get(id);
   }
 
-  /** The caller's own jobs holding GPUs / waiting for them. */
-  get mine(): { running: number; queued: number } {
+  /** The caller's own jobs running, starting (ADMITTED) and waiting for GPUs. */
+  get mine(): IMyCounts {
     return { ...this._mine };
   }
 
@@ -198,15 +199,19 @@ export class JobsModel implements IDisposable {
     }
     try {
       const queuesDue = Date.now() - this._queuesAt > QUEUES_MAX_AGE_MS;
-      const [list, cluster, queues, me, running, queued] = await Promise.all([
-        this.api.listJobs({ limit: this._pageSize }),
-        this.api.cluster(),
-        queuesDue ? this.api.queues() : Promise.resolve(this._queues),
-        // rarely changes: with the queues; an older server without it is not an error
-        queuesDue ? this.api.me().catch(() => null) : Promise.resolve(this._me),
-        this._countMine('RUNNING'),
-        this._countMine('QUEUED')
-      ]);
+      const [list, cluster, queues, me, running, starting, queued] =
+        await Promise.all([
+          this.api.listJobs({ limit: this._pageSize }),
+          this.api.cluster(),
+          queuesDue ? this.api.queues() : Promise.resolve(this._queues),
+          // rarely changes: with the queues; an older server without it is not an error
+          queuesDue
+            ? this.api.me().catch(() => null)
+            : Promise.resolve(this._me),
+          this._countMine('RUNNING'),
+          this._countMine('ADMITTED'),
+          this._countMine('QUEUED')
+        ]);
       if (queuesDue) {
         this._queuesAt = Date.now();
       }
@@ -241,7 +246,7 @@ export class JobsModel implements IDisposable {
       this._me = me;
       this._details = details;
       this._states = states;
-      this._mine = { running, queued };
+      this._mine = { running, starting, queued };
       this._error = null;
       this._loaded = true;
       if (moves.length) {
@@ -260,7 +265,8 @@ export class JobsModel implements IDisposable {
 
   /**
    * How many of the caller's jobs are in `state` (one request, one job long: the total is what counts).
-   * ADMITTED, PREEMPTED and LOST last about one scheduling pass, so RUNNING and QUEUED are enough here.
+   * ADMITTED lasts while the job's kernel starts (seconds), so it is counted as "starting";
+   * PREEMPTED and LOST last about one scheduling pass.
    */
   private async _countMine(state: JobState): Promise<number> {
     const page = await this.api.listJobs({ state, mine: true, limit: 1 });
@@ -281,7 +287,7 @@ export class JobsModel implements IDisposable {
   private _me: IMe | null = null;
   private _details = new Map<string, IJobDetail>();
   private _states = new Map<string, JobState>();
-  private _mine = { running: 0, queued: 0 };
+  private _mine: IMyCounts = { running: 0, starting: 0, queued: 0 };
   private _error: string | null = null;
   private _queuesAt = 0;
   private _changed = new Signal<this, void>(this);

@@ -221,9 +221,19 @@ describe('GPUSchedAPI', () => {
     server.routes['GET queues'] = () =>
       json({ policy: 'dynamic', queues: { default: { quota: 2 } } });
     server.routes['GET cluster'] = () => json({ total_gpus: 2, free_gpus: 1 });
-    expect((await api.output('j1')).nbformat).toBe(4);
+    const output = await api.output('j1');
+    expect(output.notebook.nbformat).toBe(4);
+    expect(output.text).toBe('{"nbformat":4,"cells":[]}'); // the bytes a download saves
     expect(Object.keys((await api.queues()).queues)).toEqual(['default']);
     expect((await api.cluster()).free_gpus).toBe(1);
+  });
+
+  it('refuses an executed notebook that is not JSON', async () => {
+    server.routes['GET jobs/j1/output'] = () =>
+      new Response('not json', { status: 200 });
+    await expect(api.output('j1')).rejects.toMatchObject({
+      code: 'bad_response'
+    });
   });
 
   it('turns a network failure into a status-0 error', async () => {

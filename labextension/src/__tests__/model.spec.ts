@@ -89,11 +89,23 @@ describe('JobsModel', () => {
       'default',
       'vision'
     ]);
-    expect(model.mine).toEqual({ running: 1, queued: 1 });
+    expect(model.mine).toEqual({ running: 1, starting: 0, queued: 1 });
     expect(model.detail('b')?.position).toBe(0);
     expect(model.detail('a')).toBeUndefined(); // only queued jobs need a position
     expect(model.error).toBeNull();
     expect(changed).toBe(1);
+  });
+
+  it('counts my ADMITTED job as starting (it is neither running nor queued)', async () => {
+    jobs = [
+      job('a', 'ADMITTED'),
+      job('b', 'ADMITTED', { owner: 'someone else' })
+    ];
+    await model.refresh();
+    expect(model.mine).toEqual({ running: 0, starting: 1, queued: 0 });
+    expect(
+      server.calls('jobs').map(r => r.url.searchParams.get('state'))
+    ).toContain('ADMITTED');
   });
 
   it('reports state transitions between refreshes, not on the first load', async () => {

@@ -1,10 +1,11 @@
-import { UseSignal } from '@jupyterlab/ui-components';
+import { Button, UseSignal } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import {
   elapsedSeconds,
   formatDuration,
   formatStart,
+  hasOutput,
   notebookName,
   shortId
 } from '../format';
@@ -154,7 +155,11 @@ function JobItem(props: IJobItemProps): JSX.Element {
       )}
       {progress && progress[1] > 0 && (
         <progress
-          className="jp-GPUSched-progress"
+          className={`jp-GPUSched-progress${
+            job.state === 'FAILED' || job.state === 'LOST'
+              ? ' jp-mod-failed'
+              : ''
+          }`}
           max={progress[1]}
           value={progress[0]}
           aria-label={`${label}: ${progress[0]} of ${progress[1]} cells done`}
@@ -175,36 +180,42 @@ function JobItem(props: IJobItemProps): JSX.Element {
             Cancel
           </button>
         )}
-        <button
+        <Button
           type="button"
-          className="jp-Button jp-mod-styled jp-mod-reject"
+          minimal
+          small
+          className="jp-GPUSched-secondary"
           disabled={props.busy}
           onClick={props.onLog}
           aria-label={`Log of ${label}`}
         >
           Log
-        </button>
-        {(job.state === 'SUCCEEDED' || job.state === 'FAILED') && (
-          <button
+        </Button>
+        {hasOutput(job) && (
+          <Button
             type="button"
-            className="jp-Button jp-mod-styled jp-mod-reject"
+            minimal
+            small
+            className="jp-GPUSched-secondary"
             disabled={props.busy}
             onClick={props.onOutput}
             aria-label={`Output (executed notebook) of ${label}`}
           >
             Output
-          </button>
+          </Button>
         )}
         {ended && (
-          <button
+          <Button
             type="button"
-            className="jp-Button jp-mod-styled jp-mod-reject"
+            minimal
+            small
+            className="jp-GPUSched-secondary"
             disabled={props.busy}
             onClick={props.onResubmit}
             aria-label={`Resubmit ${label}`}
           >
             Resubmit
-          </button>
+          </Button>
         )}
       </div>
       {props.error && (

@@ -1,8 +1,9 @@
 import { Widget } from '@lumino/widgets';
 
+import { statusText } from '../format';
 import { JobsModel } from '../model';
 
-/** Status bar text: my running / queued jobs and the free GPUs; click or Enter opens the panel. */
+/** Status bar text: my running / starting / queued jobs and the free GPUs; click or Enter opens the panel. */
 export class GPUSchedStatus extends Widget {
   constructor(model: JobsModel, onOpen: () => void) {
     super();
@@ -28,12 +29,7 @@ export class GPUSchedStatus extends Widget {
 
   private _update(): void {
     const m = this._model;
-    const mine = m.mine;
-    const c = m.cluster;
-    const gpus = c ? ` · ${c.free_gpus}/${c.total_gpus} GPUs free` : '';
-    const text = m.loaded
-      ? `GPU jobs: ${mine.running} running, ${mine.queued} queued${gpus}`
-      : 'GPU jobs: …';
+    const text = statusText(m.loaded ? m.mine : null, m.cluster);
     this.node.textContent = text;
     const more = m.error ? ` (last refresh failed: ${m.error})` : '';
     this.node.title = `${text}${more}. Click to open the GPU Jobs panel.`;

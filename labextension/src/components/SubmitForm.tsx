@@ -1,4 +1,4 @@
-import { UseSignal } from '@jupyterlab/ui-components';
+import { Button, UseSignal } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { SubmitFormModel } from '../form';
@@ -295,13 +295,15 @@ function SubmitFormBody(props: ISubmitFormProps): JSX.Element {
         {strayParamErrors.map((m, i) => (
           <FieldError key={i} id={`${ID}-params-error-${i}`} message={m} />
         ))}
-        <button
+        <Button
           type="button"
-          className="jp-Button jp-mod-styled jp-mod-reject jp-GPUSched-add"
+          minimal
+          small
+          className="jp-GPUSched-secondary jp-GPUSched-add"
           onClick={addRow}
         >
           + Add parameter
-        </button>
+        </Button>
       </fieldset>
 
       {form.formError && (
