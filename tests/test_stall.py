@@ -11,15 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_openapi import check
 
 from jupyter_gpusched.backends.local import LocalBackend
 from jupyter_gpusched.core import JobState
 from jupyter_gpusched.core.stalls import Activity, StallRules, input_bound, progress, stalled
+from jupyter_gpusched.server.app import GPUSched
 from jupyter_gpusched.server.metrics import render_metrics
 from jupyter_gpusched.service import Service
 from jupyter_gpusched.service.stalls import StallSettings
 from jupyter_gpusched.testing.notebooks import make_notebook
 from jupyter_gpusched.testing.service import run_until, service_in
+from jupyter_gpusched.testing.waits import wait_for_async
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -172,3 +175,42 @@ def test_a_job_may_set_its_own_stall_timeout(tmp_path):
         assert service.info[job.id].stall_timeout == 2.0
     finally:
         stop_all(service)
+
+
+# --- through the REST API of a real Jupyter server -----------------------------------------------
+@pytest.fixture
+def gpusched_config():
+    return {"stall_timeout": 0.0, "on_stall": "alert"}  # off unless a job sets its own
+
+
+async def test_the_api_shows_stalled_since_and_the_metrics_count_it(api, jp_root_dir, jp_fetch):
+    make_notebook(jp_root_dir / "lock.ipynb", LOCKED)
+    code, body = await api("POST", "jobs", {"notebook": "lock.ipynb", "stall_timeout": -1})
+    assert code == 400 and body["field"] == "stall_timeout"
+    code, job = await api("POST", "jobs", {"notebook": "lock.ipynb", "stall_timeout": 3})
+    assert code == 201 and job["stall_timeout"] == 3 and job["stalled_since"] is None
+    check("/gpusched/api/jobs", "POST", code, job)
+    path = f"jobs/{job['id']}"
+    try:
+        one = await wait_for_async(lambda: _stalled(api, path), 120, "the job to show stalled_since through the API")
+        check("/gpusched/api/jobs/{job_id}", "GET", 200, one)
+        assert one["state"] == "RUNNING" and one["activity"]["source"] == "runner"
+        code, listing = await api("GET", "jobs")
+        assert [j["stalled_since"] for j in listing["jobs"]] == [one["stalled_since"]]
+        r = await jp_fetch("gpusched", "metrics", raise_error=False)
+        text = r.body.decode()
+        assert "gpusched_jobs_stalled 1" in text and 'gpusched_stalls_total{action="alerted"} 1' in text
+        code, history = await api("GET", f"{path}/events")
+        assert any(e["reason"].startswith("stalled: no progress") for e in history["events"])
+    finally:
+        await api("DELETE", path)
+
+
+async def _stalled(api, path: str):
+    code, one = await api("GET", path)
+    return one if code == 200 and one["stalled_since"] else None
+
+
+def test_on_stall_must_be_a_known_policy():
+    with pytest.raises(Exception, match="on_stall must be one of alert, requeue, fail"):
+        GPUSched(on_stall="kill")

@@ -43,8 +43,7 @@ def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
         out["gpu_type"] = s.gpu_type
         out["position"] = service.position(job) if job.state is JobState.QUEUED else None
         out["estimated_start"] = iso(service.estimated_start(job)) if job.state is JobState.QUEUED else None
-        own = info.stall_timeout if info is not None else None
-        out["stall_timeout"] = own if own is not None else service.config.stalls.timeout
+        out["stall_timeout"] = info.stall_timeout if info is not None else None
         out["activity"] = info.activity if info is not None else None
         out["gpu_hours"] = {
             "allocated": round(info.gpu_s / 3600, 4) if info is not None else 0.0,

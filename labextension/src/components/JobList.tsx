@@ -5,6 +5,7 @@ import {
   elapsedSeconds,
   formatDuration,
   formatStart,
+  jobBadges,
   notebookName,
   shortId
 } from '../format';
@@ -142,6 +143,15 @@ function JobItem(props: IJobItemProps): JSX.Element {
         <span className={`jp-GPUSched-state jp-GPUSched-state-${job.state}`}>
           {job.state}
         </span>
+        {jobBadges(job).map(badge => (
+          <span
+            key={badge.kind}
+            className={`jp-GPUSched-state jp-GPUSched-badge-${badge.kind}`}
+            title={badge.title}
+          >
+            {badge.label}
+          </span>
+        ))}
       </div>
       <div className="jp-GPUSched-jobMeta">
         {job.gpus} GPU{job.gpus === 1 ? '' : 's'} · {job.priority} ·{' '}
