@@ -101,7 +101,7 @@ class Run:
 
     def beat(self) -> None:
         now = time.time()
-        data = {
+        data: dict[str, Any] = {
             "time": now,
             "cells_done": self.cells_done,
             "cells_total": self.cells_total,

@@ -47,7 +47,7 @@ class Activity:
             elif f.name in ("cells_done", "cell_index"):
                 values[f.name] = v if isinstance(v, int) and not isinstance(v, bool) else None
             else:
-                values[f.name] = float(v) if _number(v) else None
+                values[f.name] = float(v) if isinstance(v, (int, float)) and _number(v) else None
         return cls(**values)
 
 
