@@ -79,6 +79,10 @@ def test_a_report_with_nothing_moved_is_no_progress_and_each_signal_is():
     busy_gpu = Activity(time=160.0, cells_done=1, cell_index=3, execution_state="busy", cpu_seconds=5.0, gpu_util=97.0)
     assert progress(mark, busy_gpu, rules) == "GPU busy"  # a GPU-bound cell printing nothing is not stalled
     assert progress(None, busy_gpu, rules) == "first report"
+    # on a loaded machine a busy loop gets little CPU, but its thread is always runnable; a waiting one never
+    quiet = dict(time=160.0, cells_done=1, cell_index=3, execution_state="busy", cpu_seconds=5.1)
+    assert progress(mark, Activity(**quiet, runnable=1), rules) == "CPU busy"
+    assert progress(mark, Activity(**quiet, runnable=0), rules) == ""
     assert stalled(100.0, 130.0, 30.0) and not stalled(100.0, 129.0, 30.0) and not stalled(0.0, 1e9, 0.0)
 
 

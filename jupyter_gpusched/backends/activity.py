@@ -12,10 +12,14 @@ a heartbeat never fails because a figure could not be had.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from .processes import HAVE_PROC, TOKEN_ENV, token_pids
+
+RUNNABLE_GAP = 0.05  # seconds between the two looks at the threads' states
 
 try:
     CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -46,15 +50,48 @@ def _io_bytes(pid: int) -> float | None:
         return None
 
 
-def process_figures(extra_pids: tuple[int, ...] = (), cpu_offset: float = 0.0) -> dict[str, float | None]:
-    """{"cpu_seconds", "io_bytes"} summed over this process, the job's others (by its launch token) and
-    `extra_pids`; `cpu_offset` seconds are taken off the CPU time."""
+def _runnable_threads(pids: list[int], skip: int) -> set[int]:
+    """Thread ids of `pids` on a CPU or waiting for one (state R), leaving out thread `skip`."""
+    out = set()
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            if tid.isdigit() and int(tid) != skip:
+                try:
+                    data = Path(f"/proc/{pid}/task/{tid}/stat").read_bytes()
+                except OSError:
+                    continue
+                if data[data.rfind(b")") + 2 :][:1] == b"R":
+                    out.add(int(tid))
+    return out
+
+
+def process_figures(
+    extra_pids: tuple[int, ...] = (), cpu_offset: float = 0.0, look: bool = True
+) -> dict[str, float | None]:
+    """{"cpu_seconds", "io_bytes", "runnable"} of this process, the job's others (by its launch token) and
+    `extra_pids`; `cpu_offset` seconds are taken off the CPU time. `runnable`: threads found running or
+    waiting for a CPU in two looks RUNNABLE_GAP apart (the caller's own thread left out): a busy loop
+    always is, however loaded the machine; a thread waiting on a lock, a socket or a disk never is.
+    `look=False`: no looks (None), for a caller that must not pause."""
     if not HAVE_PROC:
-        return {"cpu_seconds": None, "io_bytes": None}
-    pids = set(token_pids(os.environ.get(TOKEN_ENV))) | {os.getpid()} | {p for p in extra_pids if p}
-    cpu = [c for c in map(_cpu_seconds, sorted(pids)) if c is not None]
-    io = [b for b in map(_io_bytes, sorted(pids)) if b is not None]
-    return {"cpu_seconds": max(0.0, sum(cpu) - cpu_offset) if cpu else None, "io_bytes": sum(io) if io else None}
+        return {"cpu_seconds": None, "io_bytes": None, "runnable": None}
+    pids = sorted(set(token_pids(os.environ.get(TOKEN_ENV))) | {os.getpid()} | {p for p in extra_pids if p})
+    me = threading.get_native_id()
+    first = _runnable_threads(pids, me) if look else set()
+    if first:
+        time.sleep(RUNNABLE_GAP)
+    runnable = (len(first & _runnable_threads(pids, me)) if first else 0) if look else None
+    cpu = [c for c in map(_cpu_seconds, pids) if c is not None]
+    io = [b for b in map(_io_bytes, pids) if b is not None]
+    return {
+        "cpu_seconds": max(0.0, sum(cpu) - cpu_offset) if cpu else None,
+        "io_bytes": sum(io) if io else None,
+        "runnable": runnable,
+    }
 
 
 class GpuSampler:

@@ -95,7 +95,11 @@ class Run:
             "cell_started": self.cell_started,
             "execution_state": self.execution_state,
             "last_output": self.last_output,
-            **process_figures((self.kernel_pid,) if self.kernel_pid else (), cpu_offset=self.beat_cpu),
+            **process_figures(
+                (self.kernel_pid,) if self.kernel_pid else (),
+                cpu_offset=self.beat_cpu,
+                look=threading.current_thread() is not threading.main_thread(),  # cells never wait on it
+            ),
             **(self.gpus.sample() if self.gpus is not None else {}),
         }
 

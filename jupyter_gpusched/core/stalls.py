@@ -5,7 +5,9 @@ does: a cell finishes or starts, the notebook prints or displays something, the 
 changes state, the job's GPUs are busy or their memory changes, or its processes burn
 CPU or move bytes to or from storage. Each report is compared with the last report that
 showed progress (the mark), so CPU and I/O rates are averaged over the whole quiet spell:
-a kernel that sits on a lock uses almost no CPU, a CPU loop uses a whole core.
+a kernel that sits on a lock uses almost no CPU, a CPU loop uses a whole core. On a machine
+so loaded that a busy loop gets little CPU, the runner's `runnable` count still shows it
+(a thread running or waiting for a CPU in two looks in a row), which a waiting thread never is.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Activity:
     last_output: float | None = None  # when the notebook last printed or displayed anything
     cpu_seconds: float | None = None  # CPU time used so far by the job's processes (the runner's own left out)
     io_bytes: float | None = None  # bytes they have read from and written to storage so far
+    runnable: int | None = None  # their threads running or waiting for a CPU, in two looks in a row
     gpu_util: float | None = None  # mean utilisation of the job's GPUs now, percent
     gpu_memory_mib: float | None = None  # memory in use on them, summed
 
@@ -44,7 +47,7 @@ class Activity:
             v = data.get(f.name)
             if f.name == "execution_state":
                 values[f.name] = v[:16] if isinstance(v, str) else None
-            elif f.name in ("cells_done", "cell_index"):
+            elif f.name in ("cells_done", "cell_index", "runnable"):
                 values[f.name] = v if isinstance(v, int) and not isinstance(v, bool) else None
             else:
                 values[f.name] = float(v) if isinstance(v, (int, float)) and _number(v) else None
@@ -90,7 +93,7 @@ def progress(mark: Activity | None, now: Activity, rules: StallRules) -> str:
         return "GPU memory"
     elapsed = now.time - mark.time
     cpu = _rate(mark.cpu_seconds, now.cpu_seconds, elapsed)
-    if cpu is not None and cpu >= rules.cpu_busy:
+    if (cpu is not None and cpu >= rules.cpu_busy) or (now.runnable or 0) > 0:
         return "CPU busy"
     io = _rate(mark.io_bytes, now.io_bytes, elapsed)
     if io is not None and io >= rules.io_busy_bytes_s:

@@ -17,6 +17,7 @@ class JobInfo:
     # The stall watch (stalls.py): the job's own timeout, its last progress, what it does, its GPU-seconds.
     stall_timeout: float | None = None  # seconds; None: c.GPUSched.stall_timeout
     progress_at: float | None = None  # when a report last showed progress
+    reported_at: float | None = None  # when the last report came (stalled needs one past the timeout)
     progress_why: str = ""  # what moved then ("cells ran", "GPU busy" ...)
     stalled_since: float | None = None  # when it was marked stalled; None: it is not
     activity: dict[str, Any] | None = None  # the last report's figures (cell, CPU, I/O, GPU use)

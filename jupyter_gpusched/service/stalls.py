@@ -114,8 +114,9 @@ class StallWatch:
         key, rules = (job.id, source), self.settings.rules
         mark = self._mark.get(key)
         why = progress(mark, now, rules)
+        info.reported_at = self.clock()
         if why and (mark is not None or info.progress_at is None):  # a restart's first report keeps the clock
-            info.progress_at, info.progress_why = self.clock(), why
+            info.progress_at, info.progress_why = info.reported_at, why
         if why:
             self._mark[key] = now
         before = self._last.get(key)
@@ -195,7 +196,9 @@ class StallWatch:
                 continue
             timeout = info.stall_timeout if info.stall_timeout is not None else s.timeout
             since = info.progress_at if info.progress_at is not None else job.started_at or now
-            if not stalled(since, now, timeout):
+            # Judged on evidence: a report that came `timeout` after the last progress and showed none. A late
+            # report is no proof of a stall (a silent runner is the heartbeat timeout's business).
+            if not stalled(since, info.reported_at or since, timeout):
                 if info.stalled_since is not None:
                     info.stalled_since = None
                     scheduler.events.append(
