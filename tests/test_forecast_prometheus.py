@@ -12,13 +12,13 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-import requests
 from test_openapi import check
 
 from jupyter_gpusched.server.app import GPUSched
 from jupyter_gpusched.service import prometheus
 from jupyter_gpusched.service.errors import UpstreamError
 from jupyter_gpusched.testing.net import free_port
+from jupyter_gpusched.testing.prometheus import backfilled_prometheus
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -67,49 +67,9 @@ class Prometheus:
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory):
     """A real Prometheus on a free port, its TSDB backfilled with the last week of samples."""
-    missing = [tool for tool in ("prometheus", "promtool") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(
-            f"{' and '.join(missing)} not installed: run scripts/ci-prometheus-deps.sh (Debian package prometheus)"
-        )
-    base = tmp_path_factory.mktemp("prometheus")
     data_end = int(time.time()) // 60 * 60
-    (base / "dcgm.om").write_text(openmetrics(data_end - 7 * DAY, data_end))
-    backfill = ["promtool", "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h", "dcgm.om", "data"]
-    done = subprocess.run(backfill, cwd=base, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, f"promtool failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
-    (base / "prometheus.yml").write_text("global:\n  scrape_interval: 1h\n")  # scrapes nothing: the backfill is all
-    port = free_port()
-    log = base / "prometheus.log"
-    command = [
-        "prometheus",
-        f"--config.file={base / 'prometheus.yml'}",
-        f"--storage.tsdb.path={base / 'data'}",
-        f"--web.listen-address=127.0.0.1:{port}",
-        "--storage.tsdb.retention.time=30d",
-    ]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if requests.get(f"{url}/-/ready", timeout=2).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"Prometheus did not come up:\n{log.read_text()[-3000:]}")
-            time.sleep(0.1)
+    with backfilled_prometheus(tmp_path_factory.mktemp("prometheus"), openmetrics(data_end - 7 * DAY, data_end)) as url:
         yield Prometheus(url, data_end)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 @pytest.fixture

@@ -94,6 +94,7 @@ class BackendUpdate:
     time: float  # wall clock (time.time()) when observed
     message: str = ""  # for failed: one readable line ("ZeroDivisionError: division by zero (cell 3)")
     progress: tuple[int, int] | None = None  # (code cells executed, code cells in total) when known
+    activity: Mapping[str, Any] | None = None  # heartbeat: the runner's progress report (core.stalls.Activity)
     # preempted: the job stopped through no fault of its own (requeue it, no retry used); lost: its run
     # vanished (requeue by its retry policy). node_added / node_lost (job_id ""): capacity changed; `node`
     # is the node, `pool` its pool's terms when the backend knows them.

@@ -474,21 +474,23 @@ class LocalBackend(Backend):
         return updates
 
     @staticmethod
-    def _beat_fields(run: _Run) -> tuple[float | None, tuple[int, int] | None]:
+    def _beat_fields(run: _Run) -> tuple[float | None, tuple[int, int] | None, dict | None]:
+        """(time, (cells done, cells in total), activity report) of the last heartbeat."""
         data = _read_json(heartbeat_path(run.req.job_dir))
         if not isinstance(data, dict):
-            return None, None
+            return None, None, None
         t = data.get("time")
         done, total = data.get("cells_done"), data.get("cells_total")
         progress = (done, total) if isinstance(done, int) and isinstance(total, int) else None
-        return (float(t) if isinstance(t, (int, float)) else None), progress
+        activity = data.get("activity") if isinstance(data.get("activity"), dict) else None
+        return (float(t) if isinstance(t, (int, float)) else None), progress, activity
 
     def _read_heartbeat(self, run: _Run) -> BackendUpdate | None:
-        t, progress = self._beat_fields(run)
+        t, progress, activity = self._beat_fields(run)
         if t is None or t == run.last_beat:
             return None
         run.last_beat = t
-        return BackendUpdate(run.req.job_id, "heartbeat", t, "", progress)
+        return BackendUpdate(run.req.job_id, "heartbeat", t, "", progress, activity)
 
     def _progress(self, run: _Run) -> tuple[int, int] | None:
         return self._beat_fields(run)[1]

@@ -4,7 +4,9 @@
         --job-dir DIR [--kernel NAME] [--cwd DIR] [--heartbeat-interval S] [--max-runtime S]
 
 What it leaves in DIR (layout in base.py): `pid` (this process), `kernel_pid` (the kernel,
-as soon as it is started), `heartbeat` (every interval and after each cell), `error.txt`
+as soon as it is started), `heartbeat` (every interval and after each cell, with an `activity`
+report for the service's stall watch: the cell running and since when, the kernel's state, the
+last output, the CPU and I/O of the job's processes and its GPUs' use; activity.py), `error.txt`
 (one line, on failure) and, once the notebook has run to its end or failed on its own,
 `exit.json` (exitrecord.py: status, message, time; written durably before the runner exits,
 so a server that was down meanwhile learns the true outcome). The executed notebook is
@@ -33,6 +35,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from .activity import GpuSampler, process_figures
 from .base import error_path, heartbeat_path, kernel_pid_path, log_path, pid_path, validate_parameters, write_atomic
 from .exitrecord import ExitRecord, write_exit_record
 from .local import format_seconds, max_runtime_message
@@ -74,16 +77,45 @@ class Run:
         self.cell_error: str | None = None  # "NameError: x (cell 3)" once a cell has failed
         self.failure = ""  # the last word given to fail()
         self.pump: LogPump | None = None  # our and the kernel's output -> log.txt, capped
+        # What the stall watch reads (core/stalls.py); written on the main thread, read by the heartbeat.
+        self.execution_state = "starting"  # the kernel's, as the runner sees it: busy while a cell runs
+        self.cell_index: int | None = None  # the notebook cell running now
+        self.cell_started: float | None = None
+        self.last_output: float | None = None  # the last stdout/stderr text of the notebook
+        self.gpus: GpuSampler | None = None  # NVML for the job's GPUs (inert without it)
+        self.beat_cpu = 0.0  # CPU seconds the heartbeat thread has used: sampling is not the job's work
 
     # --- files ------------------------------------------------------------------------------
+    def activity(self, now: float) -> dict[str, Any]:
+        """The progress report of this beat (core.stalls.Activity's fields)."""
+        return {
+            "time": now,
+            "cells_done": self.cells_done,
+            "cell_index": self.cell_index,
+            "cell_started": self.cell_started,
+            "execution_state": self.execution_state,
+            "last_output": self.last_output,
+            **process_figures(
+                (self.kernel_pid,) if self.kernel_pid else (),
+                cpu_offset=self.beat_cpu,
+                look=threading.current_thread() is not threading.main_thread(),  # cells never wait on it
+            ),
+            **(self.gpus.sample() if self.gpus is not None else {}),
+        }
+
     def beat(self) -> None:
-        data = {
-            "time": time.time(),
+        now = time.time()
+        data: dict[str, Any] = {
+            "time": now,
             "cells_done": self.cells_done,
             "cells_total": self.cells_total,
             "pid": os.getpid(),
             "kernel_pid": self.kernel_pid,
         }
+        try:
+            data["activity"] = self.activity(now)
+        except Exception as exc:  # a figure that cannot be had never costs the heartbeat
+            print(f"gpusched-runner: cannot sample activity: {exc}", file=sys.stderr)
         try:
             write_atomic(heartbeat_path(self.job_dir), json.dumps(data))
         except OSError as exc:
@@ -181,6 +213,7 @@ class Run:
     def heartbeat_loop(self) -> None:
         while not self.stop.wait(self.interval):
             self.beat()
+            self.beat_cpu = time.thread_time()
             if self.deadline is not None and time.monotonic() > self.deadline:
                 self.abort(max_runtime_message(self.max_runtime or 0), EXIT_MAX_RUNTIME, interrupted=False)
 
@@ -189,9 +222,19 @@ class Run:
         if notebook is not None:
             self.nb = notebook
             self.cells_total = count_code_cells(notebook)
+        self.execution_state = "idle"
         self.beat()
 
+    def on_cell_execute(self, cell_index: int | None = None, **_: Any) -> None:
+        self.cell_index, self.cell_started, self.execution_state = cell_index, time.time(), "busy"
+        self.beat()
+
+    def on_output(self, text: str) -> None:
+        if text:
+            self.last_output = time.time()
+
     def on_cell_executed(self, cell: Any = None, execute_reply: Any = None, **_: Any) -> None:
+        self.cell_index, self.cell_started, self.execution_state = None, None, "idle"
         content = (execute_reply or {}).get("content") or {}
         allowed = cell is not None and "raises-exception" in cell.get("metadata", {}).get("tags", [])
         if content.get("status") == "error" and not allowed:  # a failed cell is not done
@@ -211,6 +254,21 @@ class _OutputFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         text = record.getMessage()
         return text[:-1] if text.endswith("\n") else text
+
+
+class OutputClock:
+    """papermill's stdout_file / stderr_file: notes when the notebook wrote (the text itself
+    reaches log.txt through log_output), keeps nothing."""
+
+    def __init__(self, run: Run):
+        self.run = run
+
+    def write(self, text: str) -> int:
+        self.run.on_output(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
 
 
 def count_code_cells(nb: Any) -> int:
@@ -293,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(run: Run, args: argparse.Namespace) -> int:
     job_dir: Path = args.job_dir
+    run.gpus = GpuSampler()
     threading.Thread(target=run.heartbeat_loop, name="gpusched-heartbeat", daemon=True).start()
 
     handler = logging.StreamHandler(sys.stdout)
@@ -328,7 +387,10 @@ def _run(run: Run, args: argparse.Namespace) -> int:
             progress_bar=False,
             # nbclient options, passed through papermill's engine:
             kernel_manager_class=_kernel_manager_class(run),
+            stdout_file=OutputClock(run),
+            stderr_file=OutputClock(run),
             on_notebook_start=run.on_notebook_start,
+            on_cell_execute=run.on_cell_execute,
             on_cell_executed=run.on_cell_executed,
         )
     except PapermillExecutionError as exc:

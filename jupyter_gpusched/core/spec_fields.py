@@ -54,6 +54,7 @@ SUBMIT_SPEC: tuple[SpecField, ...] = (
         help=f"times the job may be retried, 0 to {MAX_RETRIES_LIMIT} (default: 2; see docs/scheduling.md)",
     ),
     SpecField("gpu_type", str, None, help="only on GPUs of this type (a pool's gpu_type)", nullable=True),
+    SpecField("stall_timeout", float, None, help="seconds without progress before it counts as stalled", nullable=True),
 )
 SUBMIT_FIELDS: frozenset[str] = frozenset(f.name for f in SUBMIT_SPEC)
 FIELDS_BY_NAME: dict[str, SpecField] = {f.name: f for f in SUBMIT_SPEC}

@@ -28,6 +28,8 @@ from ..core.health import HealthConfig
 from ..service import Service, ServiceConfig
 from ..service.advisor import parse_scaling
 from ..service.prometheus import DEFAULT_QUERY, PrometheusSource
+from ..service.stalls import DEFAULT_GPU_SELECTOR, StallSettings
+from ..service.stalls import POLICIES as STALL_POLICIES
 from ..store import default_url
 from .routes import answer_long_request_lines, handlers
 from .settings import SETTINGS_KEY, GPUSchedSettings
@@ -191,6 +193,39 @@ class GPUSched(ExtensionApp):
     heartbeat_timeout = Float(
         60.0, config=True, help="A running job whose runner is silent this long is lost and retried."
     )
+    # --- stalled jobs: running, heartbeat alive, nothing moving (docs/stalls.md) ---
+    stall_timeout = Float(
+        1800.0,
+        config=True,
+        help="Seconds a running job may show no progress (no cell ends or starts, no output, GPUs idle, no CPU or "
+        "storage I/O) before it is stalled; a job's own stall_timeout wins. 0: never.",
+    )
+    on_stall = Unicode(
+        "alert",
+        config=True,
+        help="What happens to a stalled job: 'alert' (marked, counted, logged), 'requeue' (stopped and put back in "
+        "line by its retry policy, like a lost job) or 'fail' (stopped and failed), after on_stall_grace.",
+    )
+    on_stall_grace = Float(
+        300.0, config=True, help="Seconds between marking a job stalled and requeueing or failing it."
+    )
+    prometheus_gpu_selector = Unicode(
+        DEFAULT_GPU_SELECTOR,
+        config=True,
+        help="PromQL label matchers of a job's GPUs on one node in dcgm-exporter's series, for the stall watch; "
+        "{node}, {gpus} (a regex of its GPU indices) and {job} are filled in, escaped. On Kubernetes with "
+        "dcgm-exporter's pod mapping: 'pod=~\"gpusched-{job}-.*\"'. Used when prometheus_url is set.",
+    )
+    prometheus_process_selector = Unicode(
+        "",
+        config=True,
+        help="PromQL label matchers of a job's containers in cAdvisor's series (container_cpu_usage_seconds_total, "
+        "container_fs_reads/writes_bytes_total), e.g. 'pod=~\"gpusched-{job}-.*\"'; with them the stall watch "
+        "flags jobs waiting on data. Empty: GPU figures only.",
+    )
+    stall_sample_interval = Float(
+        60.0, config=True, help="Seconds between the stall watch's Prometheus samples of the running jobs."
+    )
 
     service: Service | None = None
 
@@ -206,6 +241,14 @@ class GPUSched(ExtensionApp):
     def _check_prometheus_tenant_query(self, proposal):
         if proposal["value"] and "{tenant}" not in proposal["value"]:
             raise ValueError(f"c.GPUSched.prometheus_tenant_query must contain {{tenant}}: {proposal['value']!r}")
+        return proposal["value"]
+
+    @validate("on_stall")
+    def _check_on_stall(self, proposal):
+        if proposal["value"] not in STALL_POLICIES:
+            raise ValueError(
+                f"c.GPUSched.on_stall must be one of {', '.join(STALL_POLICIES)}, not {proposal['value']!r}"
+            )
         return proposal["value"]
 
     @validate("policy")
@@ -329,6 +372,15 @@ class GPUSched(ExtensionApp):
             health=HealthConfig(heartbeat_timeout=self.heartbeat_timeout),
             prometheus=PrometheusSource(self.prometheus_url, self.prometheus_query, self.prometheus_tenant_query),
             scaling=parse_scaling(self.scaling),
+            stalls=StallSettings(
+                timeout=self.stall_timeout,
+                on_stall=self.on_stall,
+                grace=self.on_stall_grace,
+                prometheus_url=self.prometheus_url,
+                gpu_selector=self.prometheus_gpu_selector,
+                process_selector=self.prometheus_process_selector,
+                prometheus_interval=self.stall_sample_interval,
+            ),
         )
 
     def handler_settings(self, service: Service | None) -> GPUSchedSettings:

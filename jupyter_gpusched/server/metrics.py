@@ -75,7 +75,39 @@ def render_metrics(service: Service) -> str:
             for st in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
         ],
     )
+    _stall_metrics(service, metric)
     return "\n".join(lines) + "\n"
+
+
+def _stall_metrics(service: Service, metric: Any) -> None:
+    """The stall watch (docs/stalls.md): stalled and data-starved jobs now, stalls since start, GPU-hours."""
+    s, info = service.scheduler, service.info
+    running = [info[j.id] for j in s.active.values() if j.state is JobState.RUNNING and j.id in info]
+    metric(
+        "gpusched_jobs_stalled",
+        "gauge",
+        "Running jobs that show no progress for their stall_timeout.",
+        [({}, sum(1 for i in running if i.stalled_since is not None))],
+    )
+    metric(
+        "gpusched_jobs_waiting_on_data",
+        "gauge",
+        "Running jobs whose GPUs are nearly idle while their processes are busy on CPU or storage I/O.",
+        [({}, sum(1 for i in running if i.waiting_on_data is not None))],
+    )
+    metric(
+        "gpusched_stalls_total",
+        "counter",
+        "Jobs found stalled since the server started, by what on_stall did.",
+        [({"action": a}, service.stalls.stalls.get(a, 0)) for a in ("alerted", "requeued", "failed")],
+    )
+    hours = service.gpu_hours_by_tenant()
+    for name, key, help_ in (
+        ("gpusched_tenant_reported_gpu_hours", "allocated", "Allocated GPU-hours that progress reports cover."),
+        ("gpusched_tenant_idle_gpu_hours", "idle", "Of those, GPU-hours with the GPUs idle."),
+        ("gpusched_tenant_data_wait_gpu_hours", "waiting_on_data", "Of those, GPU-hours spent waiting on data."),
+    ):
+        metric(name, "counter", help_, [({"tenant": t}, v[key]) for t, v in sorted(hours.items())])
 
 
 def render_scaling_metrics(rec: dict[str, Any]) -> str:

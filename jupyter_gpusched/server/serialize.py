@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import JobState
-from ..service import Service
+from ..service import JobInfo, Service
 from ..service.views import iso
 
 __all__ = ["iso", "job_json"]
@@ -34,6 +34,8 @@ def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
         "preemptions": job.preemptions,
         "progress": info.progress if info is not None else None,
         "message": info.message if info is not None else "",
+        "stalled_since": iso(info.stalled_since) if info is not None else None,
+        "waiting_on_data": _waiting_on_data(info),
     }
     if detail:
         out["parameters"] = dict(s.parameters)
@@ -41,4 +43,23 @@ def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
         out["gpu_type"] = s.gpu_type
         out["position"] = service.position(job) if job.state is JobState.QUEUED else None
         out["estimated_start"] = iso(service.estimated_start(job)) if job.state is JobState.QUEUED else None
+        out["stall_timeout"] = info.stall_timeout if info is not None else None
+        out["activity"] = info.activity if info is not None else None
+        out["gpu_hours"] = {
+            "allocated": round(info.gpu_s / 3600, 4) if info is not None else 0.0,
+            "idle": round(info.idle_gpu_s / 3600, 4) if info is not None else 0.0,
+            "waiting_on_data": round(info.data_wait_gpu_s / 3600, 4) if info is not None else 0.0,
+        }
     return out
+
+
+DATA_HINT = (
+    "its GPUs wait on data: more data-loader workers, a local dataset cache, or prefetching may help "
+    "(docs/stalls.md#waiting-on-data)"
+)
+
+
+def _waiting_on_data(info: JobInfo | None) -> dict[str, Any] | None:
+    if info is None or info.waiting_on_data is None:
+        return None
+    return {**info.waiting_on_data, "hint": DATA_HINT}

@@ -46,6 +46,7 @@ SUBMIT_FIELDS = {
     "preemptible",
     "max_retries",
     "gpu_type",
+    "stall_timeout",
 }
 MAX_RETRIES_LIMIT = 10
 MAX_SUBMIT_BYTES = 1024 * 1024  # a submit body; its parameters may be 64 KiB (core/parameters.py)
@@ -144,18 +145,7 @@ def parse_submit(body: dict[str, Any]) -> dict[str, Any]:
         raise _wrong_type("priority", "one of 'high', 'normal', 'low'", priority)
     if priority.lower() not in ("high", "normal", "low"):
         raise ApiError(400, "invalid_value", f"unknown priority {priority!r}; use one of high, normal, low", "priority")
-    max_runtime = body.get("max_runtime")
-    if max_runtime is not None:
-        if isinstance(max_runtime, bool) or not isinstance(max_runtime, (int, float)):
-            raise _wrong_type("max_runtime", "a number of seconds", max_runtime)
-        if not 0 < max_runtime <= MAX_RUNTIME_LIMIT:  # exact even for a 400-digit whole number
-            raise ApiError(
-                400,
-                "invalid_value",
-                f"max_runtime must be a positive number of seconds up to {MAX_RUNTIME_LIMIT} (a year), "
-                f"not {str(max_runtime)[:40]}",
-                "max_runtime",
-            )
+    max_runtime = _seconds(body, "max_runtime")
     preemptible = body.get("preemptible", False)
     if not isinstance(preemptible, bool):
         raise _wrong_type("preemptible", "true or false", preemptible)
@@ -165,11 +155,29 @@ def parse_submit(body: dict[str, Any]) -> dict[str, Any]:
         "priority": priority.lower(),
         "tenant": _optional_str(body, "tenant", MAX_TENANT_CHARS),
         "parameters": parse_parameters(body.get("parameters", {})),
-        "max_runtime": float(max_runtime) if max_runtime is not None else None,
+        "max_runtime": max_runtime,
         "preemptible": preemptible,
         "max_retries": _int(body, "max_retries", 2, 0, MAX_RETRIES_LIMIT),
         "gpu_type": _optional_str(body, "gpu_type", MAX_GPU_TYPE_CHARS),
+        "stall_timeout": _seconds(body, "stall_timeout"),
     }
+
+
+def _seconds(body: dict[str, Any], name: str) -> float | None:
+    """An optional positive number of seconds up to a year."""
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _wrong_type(name, "a number of seconds", value)
+    if not 0 < value <= MAX_RUNTIME_LIMIT:  # exact even for a 400-digit whole number
+        raise ApiError(
+            400,
+            "invalid_value",
+            f"{name} must be a positive number of seconds up to {MAX_RUNTIME_LIMIT} (a year), not {str(value)[:40]}",
+            name,
+        )
+    return float(value)
 
 
 def parse_parameters(value: Any) -> dict[str, Any]:

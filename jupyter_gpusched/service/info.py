@@ -14,6 +14,17 @@ class JobInfo:
     progress: list[int] | None = None  # [code cells done, code cells in total], when known
     message: str = ""  # the last word on the job: its error, or why it could not start
     launch_failures: int = 0  # failed launches in a row (infrastructure), counted apart from max_retries
+    # The stall watch (stalls.py): the job's own timeout, its last progress, what it does, its GPU-seconds.
+    stall_timeout: float | None = None  # seconds; None: c.GPUSched.stall_timeout
+    progress_at: float | None = None  # when a report last showed progress
+    reported_at: float | None = None  # when the last report came (stalled needs one past the timeout)
+    progress_why: str = ""  # what moved then ("cells ran", "GPU busy" ...)
+    stalled_since: float | None = None  # when it was marked stalled; None: it is not
+    activity: dict[str, Any] | None = None  # the last report's figures (cell, CPU, I/O, GPU use)
+    waiting_on_data: dict[str, float] | None = None  # GPU nearly idle while CPU or I/O busy: the figures
+    gpu_s: float = 0.0  # GPU-seconds reported on (allocated)
+    idle_gpu_s: float = 0.0  # of which its GPUs were idle
+    data_wait_gpu_s: float = 0.0  # of which it waited on data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> JobInfo:

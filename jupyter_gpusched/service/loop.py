@@ -54,6 +54,7 @@ from .kills import Gpu, Kills
 from .prometheus import PrometheusSource
 from .recovery import FINISHED, LOST, NOT_STARTED, SchedulerStandby, settle, standby_message
 from .serverlog import log_into
+from .stalls import StallSettings, StallWatch
 from .views import ServiceViews
 
 log = logging.getLogger("jupyter_gpusched")
@@ -77,6 +78,7 @@ class ServiceConfig:
     launch_backoff: float = 1.0  # seconds of the first pause after a failed launch; doubles each time
     prometheus: PrometheusSource = field(default_factory=PrometheusSource)  # the gpu_busy series
     scaling: ScalingSettings = field(default_factory=ScalingSettings)  # pool-size advice
+    stalls: StallSettings = field(default_factory=StallSettings)  # running jobs that do nothing (stalls.py)
 
 
 MAX_LAUNCH_PAUSE = 60.0  # seconds; well inside HealthConfig.start_timeout, so a paused job is not lost
@@ -124,6 +126,7 @@ class Service(ServiceViews):
         self.info: dict[str, JobInfo] = {}  # job id -> what the service knows beyond the core's record
         self.forecasts = Forecasts(self.usage, clock, lambda: self.scheduler.ledger.tenants, config.prometheus)
         self.advisor = Advisor(self.scheduler, self.forecasts, clock, config.scaling, getattr(backend, "elastic", True))
+        self.stalls = StallWatch(config.stalls, clock)
         self._requeue_at: dict[str, tuple[float, int, str]] = {}  # after a failed launch: (when, attempt, why)
         self._waiting_launch: dict[str, int] = {}  # job id -> attempt: admitted onto GPUs a kill still holds
         self._last_usage_minute: int | None = None
@@ -201,6 +204,7 @@ class Service(ServiceViews):
                 pass
             self._task = None
         await self.kills.drain(timeout=KILL_DRAIN_TIMEOUT)  # a cancelled job's processes die before we go
+        self.stalls.close()
         self.store.close()  # and with it the claim: a standby may take over
 
     async def run(self) -> None:
@@ -252,6 +256,8 @@ class Service(ServiceViews):
             self._kill(jid, "no heartbeat", _gpus(s.jobs[jid]))
             touched[jid] = s.lost(jid, now, "no heartbeat from the runner")
         for job in self._requeue_paused(now):
+            touched[job.id] = job
+        for job in self._watch_stalls(now):
             touched[job.id] = job
         self._reap_zombies()
         if now - self._last_memory_check >= self.config.memory_check_interval:
@@ -322,6 +328,8 @@ class Service(ServiceViews):
             s.started(job.id, u.time)
         elif u.kind == "heartbeat" and job.state is JobState.ADMITTED:
             s.started(job.id, u.time)
+        if u.kind == "heartbeat" and u.activity is not None:
+            self.stalls.observe(job, info, u.activity, "runner")
         elif u.kind in ("succeeded", "failed"):
             if job.state is JobState.ADMITTED:
                 s.started(job.id, u.time)
@@ -354,6 +362,15 @@ class Service(ServiceViews):
             self._persist(hit)
             log.warning("node %s went away; %d jobs requeued", node.name, len(hit))
 
+    def _watch_stalls(self, now: float) -> list[Job]:
+        """Feed the stall watch Prometheus' reports and let it judge the running jobs (stalls.py)."""
+        running = [j for j in self.scheduler.active.values() if j.state is JobState.RUNNING]
+        for job_id, activity in self.stalls.sample_prometheus(running, now).items():
+            job = self.scheduler.jobs.get(job_id)
+            if job is not None and job_id in self.info:
+                self.stalls.observe(job, self.info[job_id], activity, "prometheus")
+        return self.stalls.sweep(self.scheduler, self.info, now, lambda job, why: self._kill(job.id, why, _gpus(job)))
+
     def _kill(self, job_id: str, reason: str, gpus: tuple[Gpu, ...]) -> None:
         """Stop a job's processes off the event loop (`Kills`); `gpus` stay unused until they are gone."""
         self.kills.start(job_id, reason, gpus)
@@ -383,6 +400,8 @@ class Service(ServiceViews):
         job_dir.mkdir(parents=True, exist_ok=True)
         info = self.info.setdefault(job.id, JobInfo())
         info.job_dir, info.heartbeat_at, info.progress, info.message = str(job_dir), now, None, ""
+        info.progress_at, info.stalled_since, info.activity, info.waiting_on_data = now, None, None, None
+        self.stalls.forget(job.id)
         gpu_ids = tuple(g for _, ids in job.allocation for g in ids)
         try:
             # checked again now: a link swapped in since submission is refused, never followed
@@ -472,6 +491,7 @@ class Service(ServiceViews):
         preemptible: bool = False,
         max_retries: int = 2,
         gpu_type: str | None = None,
+        stall_timeout: float | None = None,
     ) -> Job:
         """Validate, queue and durably record a job. Raises SpecError on bad input."""
         self.require_owner()
@@ -498,7 +518,7 @@ class Service(ServiceViews):
         except BackendError as exc:
             raise SpecError(getattr(exc, "field", None) or "spec", str(exc)) from None
         job = self.scheduler.submit(spec, self.clock(), job_id=uuid.uuid4().hex[:12])
-        self.info[job.id] = JobInfo(job_dir=str(self.jobs_dir / job.id))
+        self.info[job.id] = JobInfo(job_dir=str(self.jobs_dir / job.id), stall_timeout=stall_timeout)
         self._persist([job])
         self.kick()
         return job

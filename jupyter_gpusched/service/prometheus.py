@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -61,10 +62,26 @@ def query_range(
     return times, [totals[t] for t in times]
 
 
+def query_value(url: str, query: str, at: float, timeout_s: float = TIMEOUT_S) -> float | None:
+    """Evaluate PromQL `query` at time `at`; the sum of the series it returns, None when it returns none."""
+    params = urllib.parse.urlencode({"query": query, "time": _num(at)})
+    values = [
+        float(series["value"][1])
+        for series in _result(url, "query", params, query, "vector", timeout_s)
+        if isinstance(series.get("value"), list) and len(series["value"]) == 2
+    ]
+    finite = [v for v in values if math.isfinite(v)]
+    return sum(finite) if finite else None
+
+
 def _matrix(url: str, query: str, start: float, end: float, step_s: float, timeout_s: float) -> list[dict]:
     params = urllib.parse.urlencode({"query": query, "start": _num(start), "end": _num(end), "step": _num(step_s)})
+    return _result(url, "query_range", params, query, "matrix", timeout_s)
+
+
+def _result(url: str, endpoint: str, params: str, query: str, kind: str, timeout_s: float) -> list[dict]:
     request = urllib.request.Request(
-        f"{url.rstrip('/')}/api/v1/query_range?{params}", headers={"Accept": "application/json"}
+        f"{url.rstrip('/')}/api/v1/{endpoint}?{params}", headers={"Accept": "application/json"}
     )
     where = _shown(url)
     try:
@@ -91,9 +108,9 @@ def _matrix(url: str, query: str, start: float, end: float, step_s: float, timeo
         why = f"{body.get('errorType', 'error')}: {body.get('error', '')}"[:800]
         raise UpstreamError(f"Prometheus at {where} refused the query {query!r}: {why}", "prometheus_error")
     data = body.get("data") or {}
-    if data.get("resultType") != "matrix":
+    if data.get("resultType") != kind:
         raise UpstreamError(
-            f"Prometheus at {where} answered a {data.get('resultType')!r}, not a matrix", "prometheus_error"
+            f"Prometheus at {where} answered a {data.get('resultType')!r}, not a {kind}", "prometheus_error"
         )
     return data.get("result") or []
 
@@ -110,6 +127,11 @@ def _shown(url: str) -> str:
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def promql_regex(values: list[str]) -> str:
+    """`values` as an exact-match alternation for `=~` (RE2 metacharacters escaped)."""
+    return "|".join(re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", v) for v in values)
 
 
 def promql_string(value: str) -> str:

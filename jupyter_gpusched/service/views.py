@@ -86,6 +86,20 @@ class ServiceViews:
             s["allocated"][index[m]] = allocated
         return {"minutes": [m * 60.0 for m in stamps], "tenants": series}
 
+    def gpu_hours_by_tenant(self) -> dict[str, dict[str, float]]:
+        """Per tenant, the GPU-hours the stall watch's reports covered ("allocated"), of which its GPUs were
+        idle ("idle") and of which its jobs waited on data ("waiting_on_data"); every job, ended ones too."""
+        out = {t: {"allocated": 0.0, "idle": 0.0, "waiting_on_data": 0.0} for t in self.scheduler.ledger.tenants}
+        for job in self.scheduler.jobs.values():
+            info = self.info.get(job.id)
+            if info is None or not info.gpu_s:
+                continue
+            row = out.setdefault(job.tenant, {"allocated": 0.0, "idle": 0.0, "waiting_on_data": 0.0})
+            row["allocated"] += info.gpu_s / 3600
+            row["idle"] += info.idle_gpu_s / 3600
+            row["waiting_on_data"] += info.data_wait_gpu_s / 3600
+        return {t: {k: round(v, 4) for k, v in row.items()} for t, row in out.items()}
+
     def queues(self) -> dict[str, dict]:
         return self.scheduler.queues_view()
 

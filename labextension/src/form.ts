@@ -121,7 +121,8 @@ export function resubmitBody(d: IJobDetail): IJobSubmit {
     max_runtime: d.max_runtime,
     preemptible: d.preemptible,
     max_retries: d.max_retries,
-    gpu_type: d.gpu_type
+    gpu_type: d.gpu_type,
+    stall_timeout: d.stall_timeout
   };
 }
 

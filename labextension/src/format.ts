@@ -57,6 +57,42 @@ export function notebookName(job: Pick<IJob, 'notebook'>): string {
   return parts[parts.length - 1] || job.notebook;
 }
 
+/** A mark next to a job's state: `stalled` (running, nothing moving) or `data` (its GPUs wait on data). */
+export interface IBadge {
+  kind: 'stalled' | 'data';
+  label: string;
+  title: string;
+}
+
+/** The badges a job shows next to its state, with what each means as a tooltip. */
+export function jobBadges(
+  job: Pick<IJob, 'state' | 'stalled_since' | 'waiting_on_data'>,
+  now: number = Date.now()
+): IBadge[] {
+  const badges: IBadge[] = [];
+  if (job.state !== 'RUNNING') {
+    return badges;
+  }
+  if (job.stalled_since) {
+    const since = (now - Date.parse(job.stalled_since)) / 1000;
+    const ago = Number.isFinite(since) ? formatDuration(since) : 'a while';
+    badges.push({
+      kind: 'stalled',
+      label: 'stalled',
+      title: `No progress (no cell, output, CPU, I/O or GPU work) for its stall timeout; marked ${ago} ago`
+    });
+  }
+  const wait = job.waiting_on_data;
+  if (wait) {
+    badges.push({
+      kind: 'data',
+      label: 'waiting on data',
+      title: `GPU ${wait.gpu_util}% busy, CPU ${wait.cpu_cores} cores, I/O ${wait.io_mib_s} MiB/s: ${wait.hint}`
+    });
+  }
+  return badges;
+}
+
 /** A short, readable form of a job id. */
 export function shortId(id: string): string {
   return id.length > 8 ? id.slice(0, 8) : id;

@@ -60,6 +60,18 @@ export interface IJob {
   /** [cells done, cells total] while (or after) the notebook runs. */
   progress: [number, number] | null;
   message: string;
+  /** Running, but nothing has moved since its stall_timeout before this (docs/stalls.md). */
+  stalled_since: string | null;
+  /** Its GPUs nearly idle while its processes were busy on CPU or storage I/O, with the figures. */
+  waiting_on_data: IDataWait | null;
+}
+
+/** `IJob.waiting_on_data`: GPU utilisation (%), CPU cores, storage MiB/s, and what may help. */
+export interface IDataWait {
+  gpu_util: number;
+  cpu_cores: number;
+  io_mib_s: number;
+  hint: string;
 }
 
 /** `GET gpusched/api/me`: who the scheduler takes the caller for. */
@@ -80,6 +92,12 @@ export interface IJobDetail extends IJob {
   /** 0-based place in line while queued. */
   position: number | null;
   estimated_start: string | null;
+  /** The job's own stall timeout in seconds; null: the server's. */
+  stall_timeout: number | null;
+  /** The last progress report (source, time, cell, CPU, I/O, GPU figures). */
+  activity: Record<string, unknown> | null;
+  /** GPU-hours reported on, of which idle, of which waiting on data. */
+  gpu_hours: { allocated: number; idle: number; waiting_on_data: number };
 }
 
 /** The body of `POST gpusched/api/jobs`. */
@@ -93,6 +111,7 @@ export interface IJobSubmit {
   preemptible?: boolean;
   max_retries?: number;
   gpu_type?: string | null;
+  stall_timeout?: number | null;
 }
 
 /** The fields of `IJobSubmit`, in the API's order (held equal to openapi.yaml by a test). */
@@ -105,7 +124,8 @@ export const SUBMIT_FIELDS: ReadonlyArray<keyof IJobSubmit> = [
   'max_runtime',
   'preemptible',
   'max_retries',
-  'gpu_type'
+  'gpu_type',
+  'stall_timeout'
 ];
 
 export interface IJobList {

@@ -38,7 +38,15 @@ class UsageHandler(GPUSchedHandler):
         """Per-minute GPUs requested and allocated per tenant (what the forecaster learns from)."""
         minutes = self._int_arg("minutes", 24 * 60, 1, 60 * 24 * 90)
         usage = self.service.usage(minutes, self.get_query_argument("tenant", None))
-        self.finish({"minutes": [iso(m) for m in usage["minutes"]], "tenants": usage["tenants"]})
+        hours = self.service.gpu_hours_by_tenant()
+        tenant = self.get_query_argument("tenant", None)
+        self.finish(
+            {
+                "minutes": [iso(m) for m in usage["minutes"]],
+                "tenants": usage["tenants"],
+                "gpu_hours": {t: v for t, v in hours.items() if tenant is None or t == tenant},
+            }
+        )
 
 
 class ClusterHandler(GPUSchedHandler):

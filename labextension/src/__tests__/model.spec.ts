@@ -24,6 +24,8 @@ function job(id: string, state: JobState, extra: Partial<IJob> = {}): IJob {
     preemptions: 0,
     progress: null,
     message: '',
+    stalled_since: null,
+    waiting_on_data: null,
     ...extra
   };
 }
@@ -250,7 +252,10 @@ describe('JobsModel', () => {
       max_retries: 2,
       gpu_type: null,
       position: 3,
-      estimated_start: null
+      estimated_start: null,
+      stall_timeout: null,
+      activity: null,
+      gpu_hours: { allocated: 0, idle: 0, waiting_on_data: 0 }
     });
     expect(model.jobs[0].id).toBe('new');
     expect(model.detail('new')?.position).toBe(3);

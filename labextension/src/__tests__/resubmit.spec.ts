@@ -21,11 +21,16 @@ const detail: IJobDetail = {
   preemptions: 0,
   progress: null,
   message: '',
+  stalled_since: null,
+  waiting_on_data: null,
   parameters: { lr: 0.1 },
   max_retries: 0,
   gpu_type: 'A100',
   position: null,
-  estimated_start: null
+  estimated_start: null,
+  stall_timeout: 900,
+  activity: null,
+  gpu_hours: { allocated: 0, idle: 0, waiting_on_data: 0 }
 };
 
 describe('resubmit', () => {

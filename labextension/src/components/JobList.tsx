@@ -6,6 +6,7 @@ import {
   formatDuration,
   formatStart,
   hasOutput,
+  jobBadges,
   notebookName,
   shortId
 } from '../format';
@@ -143,6 +144,15 @@ function JobItem(props: IJobItemProps): JSX.Element {
         <span className={`jp-GPUSched-state jp-GPUSched-state-${job.state}`}>
           {job.state}
         </span>
+        {jobBadges(job).map(badge => (
+          <span
+            key={badge.kind}
+            className={`jp-GPUSched-state jp-GPUSched-badge-${badge.kind}`}
+            title={badge.title}
+          >
+            {badge.label}
+          </span>
+        ))}
       </div>
       <div className="jp-GPUSched-jobMeta">
         {job.gpus} GPU{job.gpus === 1 ? '' : 's'} · {job.priority} ·{' '}
