@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from jupyter_gpusched.core.model import NodeSpec, Priority, Tenant
-from jupyter_gpusched.sim.engine import PoolConfig, SimJob, Simulation
+from jupyter_gpusched.core.policies.spot_hybrid import SpotHybridPolicy
+from jupyter_gpusched.sim.engine import CheckpointModel, Lifetime, PoolConfig, SimJob, Simulation
 from jupyter_gpusched.sim.metrics import summarize
 from jupyter_gpusched.sim.report import run_policy
 from jupyter_gpusched.sim.scenario import load_scenario
@@ -66,3 +67,29 @@ def test_fault1_a_job_larger_than_its_quota_neither_reserves_nor_livelocks():
     assert rec["b-huge"].state == "SUCCEEDED" and rec["b-huge"].preemptions == 0
     assert rec["b-huge"].first_start >= rec["a29"].submit  # the window after A's stream
     assert max(r.first_start - r.submit for r in res.jobs if r.tenant == "A") == 0  # A never waits
+
+
+def elastic_spot(max_nodes=2, gpus=4, life_s=10**7, **kw) -> PoolConfig:
+    kw.setdefault("provision_s", 100)
+    return PoolConfig(
+        "spot", (), 1.0, spot=True, lifetime=Lifetime("fixed", mean_s=life_s), gpus_per_node=gpus, max_nodes=max_nodes, **kw
+    )
+
+
+def test_fault3_spot_hybrid_learns_lifetimes_from_interruptions_not_its_own_scale_ins():
+    """Issue 12, fault 3. Spot nodes that never get reclaimed (lifetime 10^7 s) are bought for
+    a burst of preemptible work and given back after the idle grace; a second burst follows.
+    The scale-ins used to count as interruptions, so the policy learnt a lifetime of about
+    the burst's length and capped the second burst's checkpoint interval far below 1 h."""
+    burst = [sim_job(f"p{i}", 0, 1800, 4, "a", pre=True) for i in range(2)]
+    later = [sim_job(f"q{i}", 5000, 7200, 4, "a", pre=True) for i in range(2)]
+    policy = SpotHybridPolicy(idle_grace_s=300, node_gpus=4, prior_lifetime_s=10**6)
+    ck = CheckpointModel(interval_s=3600, cost_s=10, restore_s=10)
+    sim = Simulation([*burst, *later], [od_pool(1, 4), elastic_spot()], [Tenant("a", 12)], policy, checkpoint=ck)
+    res = sim.run()
+    assert res.scale_decisions >= 2 and res.interruptions == 0
+    assert policy.shortest_lifetime == {}  # nothing was ever taken away
+    q = [r for r in res.jobs if r.id.startswith("q")]
+    assert all(r.state == "SUCCEEDED" for r in q)
+    # 7200 s of work at one checkpoint an hour: 1 write (the run ends at the 2nd); not 1 a minute
+    assert sum(r.overhead_gpu_s for r in q) <= 2 * 4 * (10 + 10) + 1e-6

@@ -197,12 +197,17 @@ class Scheduler:
     def checkpointed(self, job_id: str, now: float) -> None:
         self.get(job_id).last_checkpoint_at = now
 
-    def node_lost(self, node: str, now: float, reason: str = "node went away") -> list[Job]:
-        """A node vanished (spot reclaim, failure). Its jobs are preempted (resuming from
-        their checkpoint, not counted as a retry) and the node leaves the cluster."""
+    def node_lost(
+        self, node: str, now: float, reason: str = "node went away", *, interrupted: bool = True
+    ) -> list[Job]:
+        """A node vanished (spot reclaim, failure) or, with `interrupted=False`, the driver
+        retired it on a scale-in. Its jobs are preempted (resuming from their checkpoint, not
+        counted as a retry) and the node leaves the cluster."""
         hit = [self.jobs[j] for j in sorted(self.on_node.get(node, ()), key=lambda j: self.jobs[j].seq)]
         for job in hit:
             self.preempt(job.id, now, reason)
+        if node in self.cluster:
+            self.policy.node_leaving(self, node, now, interrupted)
         if node in self.cluster:
             self.cluster.remove_node(node)
         self.on_node.pop(node, None)

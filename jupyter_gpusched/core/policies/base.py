@@ -43,6 +43,11 @@ class Policy(ABC):
         interval the job asked for."""
         return job.spec.checkpoint_interval
 
+    def node_leaving(self, s: Scheduler, node: str, now: float, interrupted: bool) -> None:
+        """`node` is about to leave the cluster (its jobs already preempted). `interrupted`:
+        it was taken away (a spot reclaim, a failure); False: the driver retired it on a
+        scale-in the policy asked for. Default: nothing."""
+
     def next_wakeup(self, s: Scheduler, now: float) -> float | None:
         """When the policy wants another pass although nothing else changes (a demotion, a
         grace period running out), or None. The driver schedules a pass at that time."""

@@ -15,7 +15,9 @@ Everything `dynamic` does (aging, quota + burst with reclaim, backfill), plus:
    asks `checkpoint_interval` when it starts a job and passes the answer to its runner.
 
 Node lifetimes and idle times are learnt from the cluster itself, in caches the policy
-can rebuild: when a spot node first appears and when it vanishes.
+can rebuild: when a spot node first appears and when it is taken away. A node the driver
+retires on the policy's own scale-in is no interruption and teaches nothing about lifetimes
+(counting those once made it checkpoint every minute).
 """
 
 from __future__ import annotations
@@ -61,19 +63,16 @@ class SpotHybridPolicy(DynamicPolicy):
 
     # --- learning the spot nodes --------------------------------------------------------------
     def observe(self, s: Scheduler, now: float) -> None:
-        """Note new spot nodes and the lifetimes of vanished ones. Cheap when nothing changed:
-        nodes are only ever appended to `on_node`, so (count, last node) tells."""
+        """Note new spot nodes (lifetimes are learnt in `node_leaving`). Cheap when nothing
+        changed: nodes are only ever appended to `on_node`, so (count, last node) tells."""
         on_node = s.on_node
         fp = (len(on_node), next(reversed(on_node), None))
         if fp == self._fingerprint:
             return
         self._fingerprint = fp
         for node in [n for n in self._born if n not in on_node]:
-            pool, born = self._born.pop(node)
+            self._born.pop(node)
             self._idle_since.pop(node, None)
-            life = now - born
-            if life > 0:
-                self.shortest_lifetime[pool] = min(self.shortest_lifetime.get(pool, life), life)
         cluster = s.cluster
         for n in reversed(on_node):
             if n in self._born or n in self._other:
@@ -85,6 +84,18 @@ class SpotHybridPolicy(DynamicPolicy):
                 self._born[n] = (pool, now)
             else:
                 self._other.add(n)
+
+    def node_leaving(self, s: Scheduler, node: str, now: float, interrupted: bool) -> None:
+        """Learn a spot lifetime from an interruption only, never from a scale-in."""
+        self.observe(s, now)  # a node added since the last pass is known before it goes
+        born = self._born.pop(node, None)
+        self._idle_since.pop(node, None)
+        if born is None or not interrupted:
+            return
+        pool, since = born
+        life = now - since
+        if life > 0:
+            self.shortest_lifetime[pool] = min(self.shortest_lifetime.get(pool, life), life)
 
     def lifetime_bound(self, pool: str) -> float:
         return min(self.prior_lifetime_s, self.shortest_lifetime.get(pool, self.prior_lifetime_s))
