@@ -93,3 +93,34 @@ def test_fault3_spot_hybrid_learns_lifetimes_from_interruptions_not_its_own_scal
     assert all(r.state == "SUCCEEDED" for r in q)
     # 7200 s of work at one checkpoint an hour: 1 write (the run ends at the 2nd); not 1 a minute
     assert sum(r.overhead_gpu_s for r in q) <= 2 * 4 * (10 + 10) + 1e-6
+
+
+def test_fault4_spot_hybrid_takes_a_preemptible_job_the_spot_pool_can_grow_to_hold():
+    """Issue 12, fault 4a: a preemptible 6-GPU job on a 4-GPU on-demand base, with a spot pool
+    that starts empty but may grow to 2 x 4 GPUs. It used to be refused at submit (the fit
+    check used the pool's size then, 0); now spot is bought for it."""
+    jobs = [sim_job("big-pre", 0, 3600, 6, "a", pre=True)]
+    res = Simulation(jobs, [od_pool(1, 4), elastic_spot()], [Tenant("a", 12)], "spot-hybrid").run()
+    (rec,) = res.jobs
+    assert rec.state == "SUCCEEDED" and rec.first_start == 100  # when the spot nodes came up
+    # without room to grow it is still refused, with the figure it was checked against
+    res = Simulation(jobs, [od_pool(1, 4), elastic_spot(max_nodes=1)], [Tenant("a", 12)], "spot-hybrid").run()
+    assert res.jobs[0].state == "REJECTED" and "has 4 that" in res.jobs[0].reason
+
+
+def test_fault4_spot_hybrid_moves_preemptible_jobs_for_a_multi_node_job():
+    """Issue 12, fault 4b: preemptible checkpointing jobs fill both on-demand nodes (spot was
+    empty when they came); a high-priority 8-GPU job that may not run on spot needs both
+    nodes. They used to be moved only for jobs that fit one node, so it waited for them to
+    end (20,000 s); now both move to spot bought for them and it starts when spot is up."""
+    ck = CheckpointModel(interval_s=300, cost_s=5, restore_s=10)
+    jobs = [sim_job(f"pre{i}", 0, 20_000, 4, "a", pre=True) for i in range(2)]
+    jobs.append(sim_job("wide", 500, 1000, 8, "a", Priority.HIGH, pre=False))
+    res = Simulation(
+        jobs, [od_pool(2, 4), elastic_spot(provision_s=50)], [Tenant("a", 16)], "spot-hybrid", checkpoint=ck,
+        check_invariants=True,
+    ).run()
+    rec = {r.id: r for r in res.jobs}
+    assert rec["wide"].first_start == 550
+    assert rec["pre0"].preemptions == rec["pre1"].preemptions == 1
+    assert all(r.state == "SUCCEEDED" for r in res.jobs)

@@ -90,10 +90,11 @@ class Scheduler:
         pools = [p for group in groups for p in group]
         if not pools:
             raise SpecError("gpu_type", f"no pool offers GPU type {spec.gpu_type!r}")
-        # A job is placed within one pool group (spot or on-demand), never across both.
-        if not any(self.cluster.could_ever_fit(spec.gpus, group) for group in groups):
-            most = max(sum(self.cluster.pool_gpus(p) for p in group) for group in groups)
-            raise SpecError("gpus", f"{spec.gpus} GPUs requested but the cluster has {most} that this job may use")
+        # A job is placed within one pool group (spot or on-demand), never across both; an
+        # elastic pool counts at the size the policy may grow it to.
+        most = max(sum(self.policy.max_pool_gpus(self, p) for p in group) for group in groups)
+        if spec.gpus > most:
+            raise SpecError("gpus", f"{spec.gpus} GPUs requested but the cluster has {most:g} that this job may use")
         limit = self.ledger.limit(spec.tenant)
         if spec.gpus > limit:
             raise SpecError(

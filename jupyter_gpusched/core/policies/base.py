@@ -43,6 +43,11 @@ class Policy(ABC):
         interval the job asked for."""
         return job.spec.checkpoint_interval
 
+    def max_pool_gpus(self, s: Scheduler, pool: str) -> float:
+        """The most GPUs `pool` may hold while this policy runs; what submit checks a job's
+        size against. Default: its GPUs now (a policy that grows pools says more)."""
+        return s.cluster.pool_gpus(pool)
+
     def node_leaving(self, s: Scheduler, node: str, now: float, interrupted: bool) -> None:
         """`node` is about to leave the cluster (its jobs already preempted). `interrupted`:
         it was taken away (a spot reclaim, a failure); False: the driver retired it on a
