@@ -27,6 +27,7 @@ __all__ = ["Scenario", "ScenarioError", "find_scenario", "load_scenario", "scena
 
 DEFAULT_POLICIES = ("static", "fifo", "priority", "dynamic", "spot-hybrid", "tiresias", "srpt")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+BUILTIN_SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 
 
 class ScenarioError(ValueError):
@@ -41,14 +42,8 @@ class ScenarioError(ValueError):
 
 # --- where files are ----------------------------------------------------------------------------
 def scenario_dirs() -> list[Path]:
-    out = [Path.cwd() / "benchmarks" / "scenarios", PROJECT_ROOT / "benchmarks" / "scenarios"]
-    seen, unique = set(), []
-    for d in out:
-        r = d.resolve()
-        if r not in seen:
-            seen.add(r)
-            unique.append(d)
-    return unique
+    """Where built-in scenarios are: inside the package (shipped in the wheel), one copy."""
+    return [BUILTIN_SCENARIOS]
 
 
 def builtin_scenarios() -> list[str]:
@@ -60,7 +55,7 @@ def builtin_scenarios() -> list[str]:
 
 
 def find_scenario(name_or_path: str | Path) -> Path:
-    """A path to a YAML file, or the name of one in benchmarks/scenarios/."""
+    """A path to a YAML file, or the name of a built-in one (jupyter_gpusched/sim/scenarios/)."""
     p = Path(name_or_path)
     if p.is_file():
         return p
