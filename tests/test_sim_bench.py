@@ -171,6 +171,13 @@ def test_user_csv_trace_scenario(tmp_path, capsys):
             "needs a lifetime",
         ),
         ({"pools": [{"name": "od", "nodes": 2}]}, "pools[0].gpus_per_node", "required"),
+        # issue 12, fault 6: impossible pool sizes used to be accepted silently
+        ({"pools": [{"name": "od", "nodes": 4, "max_nodes": 2, "gpus_per_node": 4}]}, "pools[0].max_nodes", "starts with 4"),
+        (
+            {"pools": [{"name": "od", "nodes": 1, "min_nodes": 3, "max_nodes": 1, "gpus_per_node": 4}]},
+            "pools[0].max_nodes",
+            "below min_nodes (3)",
+        ),
         ({"policies": ["static", "magic"]}, "policies[1]", "expected one of"),
         ({"tenants": [{"name": "a", "quota": 2, "share": 1}]}, "tenants[0]", "exactly one"),
         ({"jobs": {"checkpoint": {"interval_s": -5}}}, "jobs.checkpoint.interval_s", "above 0"),

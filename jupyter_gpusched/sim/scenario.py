@@ -302,6 +302,10 @@ def _pools(r: _Reader, value, path: str, base: Path, traces: Path | None) -> lis
         replace = None if replace is None else r.number(replace, f"{p}.replace_after_s", minimum=0)
         min_nodes = r.integer(v.get("min_nodes", 0), f"{p}.min_nodes", minimum=0)
         max_nodes = r.integer(v.get("max_nodes"), f"{p}.max_nodes", minimum=0, optional=True)
+        if max_nodes is not None and min_nodes > max_nodes:
+            r.fail(f"{p}.max_nodes", f"max_nodes ({max_nodes}) is below min_nodes ({min_nodes})")
+        if max_nodes is not None and len(nodes) > max_nodes:
+            r.fail(f"{p}.max_nodes", f"the pool starts with {len(nodes)} nodes but max_nodes is {max_nodes}")
         out.append(
             PoolConfig(
                 name=name,
