@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from jupyter_gpusched.core.model import NodeSpec, Priority, Tenant
 from jupyter_gpusched.core.policies.spot_hybrid import SpotHybridPolicy
 from jupyter_gpusched.sim.engine import CheckpointModel, Lifetime, PoolConfig, SimJob, Simulation
 from jupyter_gpusched.sim.metrics import summarize
-from jupyter_gpusched.sim.report import run_policy
+from jupyter_gpusched.sim.report import bench_main, run_policy
 from jupyter_gpusched.sim.scenario import load_scenario
 from jupyter_gpusched.sim.traces import TraceJob
 
@@ -124,3 +127,44 @@ def test_fault4_spot_hybrid_moves_preemptible_jobs_for_a_multi_node_job():
     assert rec["wide"].first_start == 550
     assert rec["pre0"].preemptions == rec["pre1"].preemptions == 1
     assert all(r.state == "SUCCEEDED" for r in res.jobs)
+
+
+def test_fault7_ratios_to_static_compare_the_same_jobs_and_utilisation_is_also_net(tmp_path, capsys):
+    """Issue 12, fault 7. `static` rejects a's 4-GPU job (larger than a's 2-GPU partition), so
+    its average JCT covered an easier job set than the others'. x/static JCT ratios are now
+    over the jobs both completed and the table flags the difference; utilisation is also
+    shown net of checkpoint writes and restores."""
+    rows = "submit_time,duration,gpus,tenant,preemptible\n0,20000,4,a,true\n" + "".join(
+        f"{100 + 300 * i},1800,1,{'ab'[i % 2]},true\n" for i in range(12)
+    )
+    (tmp_path / "t.csv").write_text(rows)
+    (tmp_path / "s.yaml").write_text(
+        "trace: {format: csv, path: t.csv}\n"
+        "pools: [{name: od, nodes: 1, gpus_per_node: 4, price_per_gpu_hour: 1.0}]\n"
+        "tenants: [{name: a, quota: 2}, {name: b, quota: 2}]\n"
+        "jobs: {checkpoint: {interval_s: 600, cost_s: 30, restore_s: 60}}\n"
+        "policies: [static, dynamic]\n"
+    )
+    out = tmp_path / "r.json"
+    assert bench_main([str(tmp_path / "s.yaml"), "--json", str(out), "--no-progress"]) == 0
+    table = capsys.readouterr().out
+    pols = json.loads(out.read_text())["policies"]
+    st, dy = pols["static"], pols["dynamic"]
+    assert st["rejected"] == 1 and dy["jobs"] == 13
+    vs = dy["vs_static"]
+    assert vs["job_sets_differ"] and vs["common_jobs"] == 12 and vs["only_this"] == 1 and vs["only_ref"] == 0
+    # the ratio is over the 12 jobs both completed, not dynamic's 13 against static's 12
+    sc = load_scenario(tmp_path / "s.yaml")
+    jct = {}
+    for pol in ("static", "dynamic"):
+        res = run_policy(sc, pol)
+        jct[pol] = {r.id: r.end - r.submit for r in res.jobs if r.state == "SUCCEEDED"}
+    common = sorted(jct["static"])
+    expect = sum(jct["dynamic"][j] for j in common) / sum(jct["static"][j] for j in common)
+    assert vs["avg_jct_s"] == pytest.approx(expect)
+    assert vs["avg_jct_s"] != pytest.approx(dy["avg_jct_s"] / st["avg_jct_s"])
+    assert "* the job sets differ" in table and "dynamic 12 (static 0, dynamic 1 alone)" in table
+    # net utilisation: allocated less checkpoint overhead
+    assert dy["gpu_hours_overhead"] > 0
+    net = (dy["gpu_hours_allocated"] - dy["gpu_hours_overhead"]) / dy["gpu_hours_provisioned"]
+    assert dy["utilization_net"] == pytest.approx(net) and dy["utilization_net"] < dy["utilization"]
