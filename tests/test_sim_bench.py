@@ -172,7 +172,11 @@ def test_user_csv_trace_scenario(tmp_path, capsys):
         ),
         ({"pools": [{"name": "od", "nodes": 2}]}, "pools[0].gpus_per_node", "required"),
         # issue 12, fault 6: impossible pool sizes used to be accepted silently
-        ({"pools": [{"name": "od", "nodes": 4, "max_nodes": 2, "gpus_per_node": 4}]}, "pools[0].max_nodes", "starts with 4"),
+        (
+            {"pools": [{"name": "od", "nodes": 4, "max_nodes": 2, "gpus_per_node": 4}]},
+            "pools[0].max_nodes",
+            "starts with 4",
+        ),
         (
             {"pools": [{"name": "od", "nodes": 1, "min_nodes": 3, "max_nodes": 1, "gpus_per_node": 4}]},
             "pools[0].max_nodes",
@@ -267,7 +271,9 @@ def test_builtin_scenarios_ship_inside_the_package(tmp_path):
     import jupyter_gpusched
 
     pkg = Path(jupyter_gpusched.__file__).parent
-    shutil.copytree(pkg, tmp_path / "site" / "jupyter_gpusched", ignore=shutil.ignore_patterns("labextension", "__pycache__"))
+    shutil.copytree(
+        pkg, tmp_path / "site" / "jupyter_gpusched", ignore=shutil.ignore_patterns("labextension", "__pycache__")
+    )
     code = "from jupyter_gpusched.sim.scenario import builtin_scenarios as b, find_scenario as f; print(b(), f('seed-3x8'))"
     out = subprocess.run(
         [sys.executable, "-c", code],

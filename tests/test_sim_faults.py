@@ -75,7 +75,14 @@ def test_fault1_a_job_larger_than_its_quota_neither_reserves_nor_livelocks():
 def elastic_spot(max_nodes=2, gpus=4, life_s=10**7, **kw) -> PoolConfig:
     kw.setdefault("provision_s", 100)
     return PoolConfig(
-        "spot", (), 1.0, spot=True, lifetime=Lifetime("fixed", mean_s=life_s), gpus_per_node=gpus, max_nodes=max_nodes, **kw
+        "spot",
+        (),
+        1.0,
+        spot=True,
+        lifetime=Lifetime("fixed", mean_s=life_s),
+        gpus_per_node=gpus,
+        max_nodes=max_nodes,
+        **kw,
     )
 
 
@@ -120,7 +127,11 @@ def test_fault4_spot_hybrid_moves_preemptible_jobs_for_a_multi_node_job():
     jobs = [sim_job(f"pre{i}", 0, 20_000, 4, "a", pre=True) for i in range(2)]
     jobs.append(sim_job("wide", 500, 1000, 8, "a", Priority.HIGH, pre=False))
     res = Simulation(
-        jobs, [od_pool(2, 4), elastic_spot(provision_s=50)], [Tenant("a", 16)], "spot-hybrid", checkpoint=ck,
+        jobs,
+        [od_pool(2, 4), elastic_spot(provision_s=50)],
+        [Tenant("a", 16)],
+        "spot-hybrid",
+        checkpoint=ck,
         check_invariants=True,
     ).run()
     rec = {r.id: r for r in res.jobs}

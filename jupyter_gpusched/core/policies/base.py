@@ -52,6 +52,7 @@ class Policy(ABC):
         """`node` is about to leave the cluster (its jobs already preempted). `interrupted`:
         it was taken away (a spot reclaim, a failure); False: the driver retired it on a
         scale-in the policy asked for. Default: nothing."""
+        return None
 
     def next_wakeup(self, s: Scheduler, now: float) -> float | None:
         """When the policy wants another pass although nothing else changes (a demotion, a
