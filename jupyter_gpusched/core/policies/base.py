@@ -68,6 +68,8 @@ def admit_in_order(s: Scheduler, now: float, *, per_tenant: bool, respect_quota:
         if s.cluster.free_gpus == 0:
             return
         if job.tenant in blocked:
+            if len(blocked) == s.queue.tenants():
+                return  # every tenant with queued jobs is blocked: nothing behind can start
             continue
         if respect_quota and s.ledger.classify(job.tenant, job.gpus) is Admission.OVER_LIMIT:
             alloc = None

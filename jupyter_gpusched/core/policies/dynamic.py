@@ -4,7 +4,8 @@ One pass walks the queue in aged order (queues.aged_key), twice: first for jobs 
 their tenant's quota, then for jobs that would borrow.
 1. a job whose tenant is at its quota + burst waits (its tenant's larger jobs too);
    a job that fits its tenant's quota but must wait for its tenant's running jobs to
-   free it is not passed by that tenant's later jobs, in either walk (aging order);
+   free it is not passed, in the quota walk, by that tenant's later jobs; those take
+   their turn in the borrow walk, in aged order, before the tenant's later borrowers;
 2. otherwise it is placed best-fit, borrowing idle GPUs if past its quota;
 3. if it does not fit but is within its quota, borrowers of other tenants are preempted
    to make room on one node (least work lost first);
@@ -60,20 +61,20 @@ class DynamicPolicy(Policy):
         self._shadow = self._shadows(s)  # reserved node -> (owner job id, earliest start there)
         # Guaranteed shares first, then burst: a job that must borrow is only considered
         # after every job within its quota, so a pass never lends GPUs it reclaims at once.
-        line_holders, owners_waiting = self._walk(s, now, Admission.WITHIN_QUOTA, {}, set())
-        self._walk(s, now, Admission.BORROW, line_holders, owners_waiting)
+        quota_waiting, owners_waiting = self._walk(s, now, Admission.WITHIN_QUOTA, set(), set())
+        self._walk(s, now, Admission.BORROW, quota_waiting, owners_waiting)
 
     def _walk(
-        self, s: Scheduler, now: float, phase: Admission, line_holders: dict[str, str], owners_waiting: set[str]
-    ) -> tuple[dict[str, str], set[str]]:
-        """One walk of the queue. The quota walk returns, for the borrow walk, each tenant's
-        job that waits for its own quota (its line is held behind it) and whether a job within
-        its quota was left waiting for GPUs, by tenant (it would reclaim what is lent now)."""
+        self, s: Scheduler, now: float, phase: Admission, quota_waiting: set[str], owners_waiting: set[str]
+    ) -> tuple[set[str], set[str]]:
+        """One walk of the queue. The quota walk returns, for the borrow walk, the tenants
+        whose older job waits for their own quota (their later within-quota jobs were held
+        back) and the tenants whose within-quota jobs were left waiting for GPUs (they would
+        reclaim what is lent now)."""
         cluster = s.cluster
         capacity_failed: dict[tuple, int] = {}  # (pools, excluded) -> smallest job that did not fit
         tenant_blocked: dict[str, int] = {}  # tenant -> smallest job over its limit
-        quota_wait: dict[str, str] = {}  # tenant -> its older job waiting for its own quota to drain
-        held: set[str] = set()  # borrow walk: tenants whose line waits behind their quota waiter
+        quota_wait: set[str] = set()  # tenants whose older job waits for their own quota to drain
         reclaim_failed = INF
         # Most jobs in a long queue are only classified and skipped; the verdict for a
         # (tenant, size) is reused until a usage changes (admit / reclaim clear it).
@@ -87,12 +88,6 @@ class DynamicPolicy(Policy):
                 break
             spec = job.spec
             g, tenant = spec.gpus, spec.tenant
-            if tenant in held:
-                continue
-            if line_holders.get(tenant) == job.id:
-                # Its tenant's jobs behind it were held in the quota walk; they may not pass
-                # it by borrowing either (aging order), unless it starts now.
-                held.add(tenant)
             if g >= tenant_blocked.get(tenant, INF) or tenant in quota_wait:
                 continue
             admission = verdicts.get((tenant, g))
@@ -103,12 +98,16 @@ class DynamicPolicy(Policy):
                 if self._reservations.pop(job.id, None):
                     self._shadow = self._shadows(s)
                 continue
-            if admission is not phase:
+            if admission is not phase and not (
+                # held back in the quota walk behind its tenant's quota waiter: it takes its
+                # turn here, in aged order, so its tenant's later borrowers do not pass it
+                borrow_phase and admission is Admission.WITHIN_QUOTA and tenant in quota_waiting
+            ):
                 if phase is Admission.WITHIN_QUOTA and g <= s.ledger.tenant(tenant).quota:
                     # It must borrow only because its own tenant's running jobs hold the quota.
                     # Its tenant's newer jobs may not take that quota first: a stream of small
                     # ones would pass it forever, whatever aging says (see the rules above).
-                    quota_wait[tenant] = job.id
+                    quota_wait.add(tenant)
                 continue
             # A job past its tenant's whole quota can only borrow, and other tenants' quota
             # jobs may take its GPUs back whenever they come (the livelock of issue 12).
@@ -142,7 +141,6 @@ class DynamicPolicy(Policy):
                     reclaim_failed = g
             if alloc is not None:
                 s.admit(job, alloc, borrowed=admission is Admission.BORROW, now=now)
-                held.discard(tenant)
                 verdicts.clear()
                 usable_free.clear()
                 if self._reservations.pop(job.id, None):
