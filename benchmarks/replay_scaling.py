@@ -9,6 +9,7 @@ shared machine) and the growth exponent log(t2 / t1) / log(n2 / n1) between cons
 sizes (1.0: linear in the work).
 
     PYTHONPATH=. .venv/bin/python benchmarks/replay_scaling.py [--sizes 5000,20000] [--policies dynamic,static]
+    PYTHONPATH=. .venv/bin/python benchmarks/replay_scaling.py --quality 3000 --policies dynamic,fifo
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 
 from jupyter_gpusched.core.model import NodeSpec, Priority, Tenant
 from jupyter_gpusched.sim.engine import CheckpointModel, PoolConfig, SimJob, Simulation
+from jupyter_gpusched.sim.metrics import summarize
 from jupyter_gpusched.sim.traces import TraceJob
 
 NODES, GPUS = 8, 8
@@ -43,12 +45,27 @@ def workload(n: int, load: float, seed: int = 7) -> list[SimJob]:
     return jobs
 
 
+def quality(n: int, load: float, policies: list[str]) -> None:
+    pool = PoolConfig("od", tuple(NodeSpec(f"od-{i}", GPUS, "od") for i in range(NODES)), 3.0, gpus_per_node=GPUS)
+    ck = CheckpointModel(interval_s=1800, cost_s=30, restore_s=60, applies_to="preemptible")
+    for pol in policies:
+        s = summarize(Simulation(workload(n, load), [pool], TENANTS, pol, checkpoint=ck).run())
+        print(
+            f"{pol:10} util {s['utilization']:.3f} avgJCT_h {s['avg_jct_s'] / 3600:.2f} "
+            f"p99_h {s['p99_jct_s'] / 3600:.1f} makespan_h {s['makespan_s'] / 3600:.1f} "
+            f"overtaken {s['low_priority_overtaken']} preempt {s['preemptions']} lost {s['gpu_hours_lost']:.0f}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="5000,20000")
     ap.add_argument("--policies", default="fifo,static,dynamic,tiresias,srpt")
     ap.add_argument("--load", type=float, default=0.9)
+    ap.add_argument("--quality", type=int, metavar="N", help="instead: the schedule's figures for N jobs")
     args = ap.parse_args()
+    if args.quality:
+        return quality(args.quality, args.load, args.policies.split(","))
     sizes = [int(x) for x in args.sizes.split(",")]
     pool = PoolConfig("od", tuple(NodeSpec(f"od-{i}", GPUS, "od") for i in range(NODES)), 3.0, gpus_per_node=GPUS)
     ck = CheckpointModel(interval_s=1800, cost_s=30, restore_s=60, applies_to="preemptible")
