@@ -171,6 +171,17 @@ def test_user_csv_trace_scenario(tmp_path, capsys):
             "needs a lifetime",
         ),
         ({"pools": [{"name": "od", "nodes": 2}]}, "pools[0].gpus_per_node", "required"),
+        # issue 12, fault 6: impossible pool sizes used to be accepted silently
+        (
+            {"pools": [{"name": "od", "nodes": 4, "max_nodes": 2, "gpus_per_node": 4}]},
+            "pools[0].max_nodes",
+            "starts with 4",
+        ),
+        (
+            {"pools": [{"name": "od", "nodes": 1, "min_nodes": 3, "max_nodes": 1, "gpus_per_node": 4}]},
+            "pools[0].max_nodes",
+            "below min_nodes (3)",
+        ),
         ({"policies": ["static", "magic"]}, "policies[1]", "expected one of"),
         ({"tenants": [{"name": "a", "quota": 2, "share": 1}]}, "tenants[0]", "exactly one"),
         ({"jobs": {"checkpoint": {"interval_s": -5}}}, "jobs.checkpoint.interval_s", "above 0"),
@@ -247,3 +258,30 @@ def test_seed_override_redraws_priorities(tmp_path):
     ra, rb = json.loads(a.read_text()), json.loads(b.read_text())
     assert ra["scenario"]["seed"] == 1 and rb["scenario"]["seed"] == 2
     assert ra["scenario"]["priorities"] != rb["scenario"]["priorities"]
+
+
+def test_builtin_scenarios_ship_inside_the_package(tmp_path):
+    """Issue 12, fault 5: the built-in scenarios lived in benchmarks/, which a wheel lacks, so
+    `bench seed-3x8` elsewhere said "unknown scenario ... none found". A copy of the package
+    alone (as a wheel installs it), imported from another directory, finds them."""
+    import shutil
+    import subprocess
+    import sys
+
+    import jupyter_gpusched
+
+    pkg = Path(jupyter_gpusched.__file__).parent
+    shutil.copytree(
+        pkg, tmp_path / "site" / "jupyter_gpusched", ignore=shutil.ignore_patterns("labextension", "__pycache__")
+    )
+    code = "from jupyter_gpusched.sim.scenario import builtin_scenarios as b, find_scenario as f; print(b(), f('seed-3x8'))"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "'seed-3x8'" in out and "'philly-full'" in out
+    assert str(tmp_path / "site" / "jupyter_gpusched" / "sim" / "scenarios" / "seed-3x8.yaml") in out

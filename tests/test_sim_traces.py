@@ -141,6 +141,9 @@ def test_plain_csv_with_iso_times_and_only_required_columns(tmp_path):
         ("submit_time,duration,gpus,job_id\n0,60,1,x\n1,60,1,x\n", 3, "job_id", "unique"),
         ("submit_time,duration,gpus,status\n0,60,1,lost\n", 2, "status", "ok, failed or cancelled"),
         ("submit_time,duration\n0,60\n", 1, None, "missing column(s) gpus"),
+        # issue 12, fault 6: an extra field in the first row used to read as a bad gpus value
+        ("submit_time,duration,gpus\n0,60,1,oops\n5,60,2\n", 2, None, "4 fields where the header names 3: 1 extra"),
+        ("submit_time,duration,gpus\n0,60,1\n5,60,2,x,y\n", 3, None, "2 extra fields"),
     ],
 )
 def test_malformed_csv_names_line_column_and_reason(tmp_path, text, line, column, why):

@@ -231,6 +231,7 @@ class Pool:
     gpu_type: str | None = None
     min_nodes: int = 0
     max_nodes: int | None = None
+    node_gpus: int | None = None  # GPUs on a node added when the pool grows (None: unknown)
 
 
 @dataclass(frozen=True, slots=True)

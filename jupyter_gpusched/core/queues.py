@@ -51,6 +51,9 @@ class JobQueue:
         self._entries: list[tuple[tuple, int, Job]] = []
         self._token: dict[str, int] = {}  # job id -> token of its live entry
         self._next_token = 0
+        self._walks = 0  # iterations in progress: a push copies the list rather than change theirs
+        self._tenants: dict[str, int] = {}  # tenant -> queued jobs
+        self._tenant_of: dict[str, str] = {}
 
     def __len__(self) -> int:
         return len(self._token)
@@ -64,20 +67,42 @@ class JobQueue:
         token = self._next_token
         self._next_token += 1
         self._token[job.id] = token
+        tenant = job.spec.tenant
+        self._tenant_of[job.id] = tenant
+        self._tenants[tenant] = self._tenants.get(tenant, 0) + 1
+        if self._walks:
+            self._entries = list(self._entries)
         # tokens are unique, so tuple comparison never reaches the Job
         bisect.insort(self._entries, (self.key(job), token, job))
 
     def remove(self, job_id: str) -> None:
-        self._token.pop(job_id, None)
+        if self._token.pop(job_id, None) is None:
+            return
+        tenant = self._tenant_of.pop(job_id)
+        left = self._tenants[tenant] - 1
+        if left:
+            self._tenants[tenant] = left
+        else:
+            del self._tenants[tenant]
         if len(self._entries) > 64 and len(self._entries) > 2 * len(self._token):
             self._entries = [e for e in self._entries if self._token.get(e[2].id) == e[1]]
 
+    def tenants(self) -> int:
+        """How many tenants have jobs queued."""
+        return len(self._tenants)
+
     def __iter__(self) -> Iterator[Job]:
-        """Jobs in order. Safe to remove jobs while iterating."""
+        """Jobs in order, as queued when the walk began. Safe to push and remove jobs while
+        iterating: those change a copy (no O(queue) copy per walk that stops early)."""
         live = self._token.get
-        for _, t, job in list(self._entries):
-            if live(job.id) == t:
-                yield job
+        entries = self._entries
+        self._walks += 1
+        try:
+            for _, t, job in entries:
+                if live(job.id) == t:
+                    yield job
+        finally:
+            self._walks -= 1
 
     def position(self, job_id: str) -> int | None:
         """0-based place in line, or None if not queued."""

@@ -383,6 +383,12 @@ class ElasticPolicy(Policy):
     def checkpoint_interval(self, s: Scheduler, job: Job, now: float) -> float | None:
         return self.base.checkpoint_interval(s, job, now)
 
+    def node_leaving(self, s: Scheduler, node: str, now: float, interrupted: bool) -> None:
+        self.base.node_leaving(s, node, now, interrupted)
+
+    def max_pool_gpus(self, s: Scheduler, pool: str) -> float:
+        return self.base.max_pool_gpus(s, pool)
+
     def schedule(self, s: Scheduler, now: float) -> None:
         self.base.schedule(s, now)
         if now < self._next:

@@ -90,10 +90,11 @@ class Scheduler:
         pools = [p for group in groups for p in group]
         if not pools:
             raise SpecError("gpu_type", f"no pool offers GPU type {spec.gpu_type!r}")
-        # A job is placed within one pool group (spot or on-demand), never across both.
-        if not any(self.cluster.could_ever_fit(spec.gpus, group) for group in groups):
-            most = max(sum(self.cluster.pool_gpus(p) for p in group) for group in groups)
-            raise SpecError("gpus", f"{spec.gpus} GPUs requested but the cluster has {most} that this job may use")
+        # A job is placed within one pool group (spot or on-demand), never across both; an
+        # elastic pool counts at the size the policy may grow it to.
+        most = max(sum(self.policy.max_pool_gpus(self, p) for p in group) for group in groups)
+        if spec.gpus > most:
+            raise SpecError("gpus", f"{spec.gpus} GPUs requested but the cluster has {most:g} that this job may use")
         limit = self.ledger.limit(spec.tenant)
         if spec.gpus > limit:
             raise SpecError(
@@ -197,12 +198,17 @@ class Scheduler:
     def checkpointed(self, job_id: str, now: float) -> None:
         self.get(job_id).last_checkpoint_at = now
 
-    def node_lost(self, node: str, now: float, reason: str = "node went away") -> list[Job]:
-        """A node vanished (spot reclaim, failure). Its jobs are preempted (resuming from
-        their checkpoint, not counted as a retry) and the node leaves the cluster."""
+    def node_lost(
+        self, node: str, now: float, reason: str = "node went away", *, interrupted: bool = True
+    ) -> list[Job]:
+        """A node vanished (spot reclaim, failure) or, with `interrupted=False`, the driver
+        retired it on a scale-in. Its jobs are preempted (resuming from their checkpoint, not
+        counted as a retry) and the node leaves the cluster."""
         hit = [self.jobs[j] for j in sorted(self.on_node.get(node, ()), key=lambda j: self.jobs[j].seq)]
         for job in hit:
             self.preempt(job.id, now, reason)
+        if node in self.cluster:
+            self.policy.node_leaving(self, node, now, interrupted)
         if node in self.cluster:
             self.cluster.remove_node(node)
         self.on_node.pop(node, None)

@@ -78,7 +78,15 @@ class PoolConfig:
 
     @property
     def pool(self) -> Pool:
-        return Pool(self.name, self.spot, self.price_per_gpu_hour, self.gpu_type, self.min_nodes, self.max_nodes)
+        return Pool(
+            self.name,
+            self.spot,
+            self.price_per_gpu_hour,
+            self.gpu_type,
+            self.min_nodes,
+            self.max_nodes,
+            self.node_gpus or None,
+        )
 
     @property
     def node_gpus(self) -> int:

@@ -458,7 +458,7 @@ class Simulation:
             cl, on_node = self.cluster, self.scheduler.on_node
             idle = [n for n in reversed(cl.nodes_in(d.pool)) if not on_node.get(n) and cl.free_on(n) == cl.capacity(n)]
             for n in idle[:surplus]:
-                self.scheduler.node_lost(n, t, reason=f"scaled in: {d.reason}")
+                self.scheduler.node_lost(n, t, reason=f"scaled in: {d.reason}", interrupted=False)
                 self._node_removed(n, d.pool)
 
     # --- checks (tests) -----------------------------------------------------------------------

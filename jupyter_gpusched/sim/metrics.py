@@ -2,6 +2,7 @@
 
 Definitions (all times in seconds, from the first submit in the replay, t0):
 - utilization: GPU-seconds allocated / GPU-seconds provisioned, over [t0, end of run];
+  utilization_net: the same less the GPU-seconds spent writing and restoring checkpoints;
 - goodput: useful GPU-seconds (each completed job's duration x GPUs) / provisioned;
 - gpu_busy: GPU share really used (the trace's gpu_fraction x allocated time) / provisioned,
   only where the trace says (Alibaba 2023's gpu_milli); None elsewhere;
@@ -136,6 +137,7 @@ def summarize(res: SimResult, aging_interval: float = 3600.0) -> dict:
     for r in done:
         by_tenant[r.tenant].append(r.duration / (_end(r) - r.submit) if _end(r) > r.submit else 1.0)
     b = bounds(done, res.capacity_max, res.start)
+    overhead = sum(r.overhead_gpu_s for r in recs)
     out = {
         "jobs": len(done),
         "submitted": len(recs),
@@ -145,6 +147,7 @@ def summarize(res: SimResult, aging_interval: float = 3600.0) -> dict:
         "rejected": sum(r.state == "REJECTED" for r in recs),
         "unfinished": sum(r.state not in COMPLETED + ("CANCELLED", "REJECTED") for r in recs),
         "utilization": res.allocated_gpu_s / prov if prov > 0 else None,
+        "utilization_net": (res.allocated_gpu_s - overhead) / prov if prov > 0 else None,
         "goodput": useful / prov if prov > 0 else None,
         "gpu_busy": (res.busy_gpu_s / prov if prov > 0 else None) if res.busy_gpu_s is not None else None,
         "avg_jct_s": _mean(jct),
@@ -171,7 +174,7 @@ def summarize(res: SimResult, aging_interval: float = 3600.0) -> dict:
         "interruptions": sum(r.interruptions for r in recs),
         "spot_node_losses": res.interruptions,
         "gpu_hours_lost": sum(r.lost_gpu_s for r in recs) / 3600.0,
-        "gpu_hours_overhead": sum(r.overhead_gpu_s for r in recs) / 3600.0,
+        "gpu_hours_overhead": overhead / 3600.0,
         "gpu_hours_allocated": res.allocated_gpu_s / 3600.0,
         "gpu_hours_provisioned": prov / 3600.0,
         "capacity_gpus": res.capacity_initial,
@@ -185,6 +188,22 @@ def summarize(res: SimResult, aging_interval: float = 3600.0) -> dict:
         "scheduler_passes": res.scheduler_passes,
         "transitions": res.transitions,
     }
+    return out
+
+
+def compare_on_common_jobs(a: SimResult, b: SimResult) -> dict:
+    """JCT of `a` over `b` on the jobs both completed: when one policy rejects jobs (larger
+    than a partition) or leaves them unfinished, its averages cover an easier job set."""
+    ends_b = {r.id: _end(r) - r.submit for r in b.jobs if r.state in COMPLETED}
+    pairs = [(_end(r) - r.submit, ends_b[r.id]) for r in a.jobs if r.state in COMPLETED and r.id in ends_b]
+    only_a = sum(r.state in COMPLETED for r in a.jobs) - len(pairs)
+    out: dict = {"jobs": len(pairs), "only_this": only_a, "only_ref": len(ends_b) - len(pairs)}
+    out["job_sets_differ"] = bool(only_a or out["only_ref"])
+    if pairs:
+        ja, jb = np.asarray(pairs, dtype=float).T
+        out["avg_jct_s"] = float(ja.mean() / jb.mean()) if jb.mean() > 0 else None
+        p_b = float(np.percentile(jb, 99))
+        out["p99_jct_s"] = float(np.percentile(ja, 99)) / p_b if p_b > 0 else None
     return out
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.policies import policy_names
 from .engine import Simulation
-from .metrics import bounds, check_bounds, summarize
+from .metrics import bounds, check_bounds, compare_on_common_jobs, summarize
 from .results import SimResult
 from .scenario import Scenario, ScenarioError, builtin_scenarios, load_scenario
 from .traces import TraceError
@@ -92,10 +92,18 @@ def run_bench(
                 bar.close()
         results[pol] = res
         summaries[pol] = summarize(res, sc.scheduler.aging_interval)
-    for s in summaries.values():
+    for pol, s in summaries.items():
         for ref, key in ((BASELINE, "vs_static"), (ORACLE, "vs_oracle")):
             if ref in summaries:
-                s[key] = {k: _ratio(s.get(k), summaries[ref].get(k)) for k in RATIO_KEYS}
+                ratios = {k: _ratio(s.get(k), summaries[ref].get(k)) for k in RATIO_KEYS}
+                # JCT ratios on the jobs both completed; the rest flagged when the sets differ
+                common = compare_on_common_jobs(results[pol], results[ref])
+                ratios["avg_jct_s"] = common.get("avg_jct_s")
+                ratios["p99_jct_s"] = common.get("p99_jct_s")
+                ratios["common_jobs"] = common["jobs"]
+                ratios["job_sets_differ"] = common["job_sets_differ"]
+                ratios["only_this"], ratios["only_ref"] = common["only_this"], common["only_ref"]
+                s[key] = ratios
         s["bound_violations"] = check_bounds(s)
     capacity = max(r.capacity_max for r in results.values()) if results else sc.capacity
     all_jobs = next(iter(results.values())).jobs if results else []
@@ -207,19 +215,24 @@ def format_table(report: dict) -> str:
         f"({Path(sc['trace']['source']).name}), {sc['capacity_gpus']} GPUs, seed {sc['seed']}",
     ]
     header = [
-        "policy", "jobs", "util", "goodput", "avgJCT h", "p50JCT h", "p99JCT h", "makespan h",
+        "policy", "jobs", "util", "util net", "goodput", "avgJCT h", "p50JCT h", "p99JCT h", "makespan h",
         "maxLowWait h", "cost/job", "Jain", "preempt", "GPUh lost",
         "JCT/static", "JCT/oracle", "util/static", "cost/static",
     ]  # fmt: skip
     rows = []
+    flagged = []
     for name, s in pols.items():
         vs = s.get("vs_static", {})
         vo = s.get("vs_oracle", {})
+        mark = "*" if vs.get("job_sets_differ") else ""
+        if mark:
+            flagged.append(f"{name} {vs['common_jobs']} (static {vs['only_ref']}, {name} {vs['only_this']} alone)")
         rows.append(
             [
                 name,
                 str(s["jobs"]) + (f" ({s['rejected']} rej)" if s["rejected"] else ""),
                 _pc(s["utilization"]),
+                _pc(s.get("utilization_net")),
                 _pc(s["goodput"]),
                 _h(s["avg_jct_s"]),
                 _h(s["p50_jct_s"]),
@@ -230,20 +243,27 @@ def format_table(report: dict) -> str:
                 _f(s["jain_fairness"]),
                 str(s["preemptions"] + s["interruptions"]),
                 _f(s["gpu_hours_lost"], 1),
-                _x(vs.get("avg_jct_s")),
-                _x(vo.get("avg_jct_s")),
-                _x(vs.get("utilization")),
-                _x(vs.get("cost_per_job")),
+                _x(vs.get("avg_jct_s")) + mark,
+                _x(vo.get("avg_jct_s")) + ("*" if vo.get("job_sets_differ") else ""),
+                _x(vs.get("utilization")) + mark,
+                _x(vs.get("cost_per_job")) + mark,
             ]
         )
     b = report["bounds"]
     legend = (
-        "util: GPUs allocated / provisioned over the run; goodput: completed work / provisioned; JCT: submit to end; "
+        "util: GPUs allocated / provisioned over the run (util net: less checkpoint writes and restores); "
+        "goodput: completed work / provisioned; JCT: submit to end; "
         "maxLowWait: longest wait of a low-priority job; cost/job: provisioned GPU-hours x price / completed jobs; "
         "preempt: preemptions + spot interruptions; GPUh lost: work thrown away by them; x/static, x/oracle: ratios "
-        "to static and to the srpt oracle (knows every runtime)"
+        "to static and to the srpt oracle (knows every runtime); JCT ratios are over the jobs both completed"
     )
     lines = head + ["", _grid(header, rows), *textwrap.wrap(legend, 118), ""]
+    if flagged:
+        note = (
+            "* the job sets differ (a policy rejected or did not finish some jobs): JCT/static compares only the "
+            "jobs both completed -- " + "; ".join(flagged) + "; util/static and cost/static cover different jobs"
+        )
+        lines += [*textwrap.wrap(note, 118), ""]
     lines.append(
         f"lower bounds ({b['jobs']} jobs that must complete, {b['capacity_gpus']} GPUs): "
         f"makespan >= {_h(b['makespan_s'])} h, avg JCT >= {_h(b['avg_jct_s'])} h; "

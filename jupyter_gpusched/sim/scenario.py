@@ -27,6 +27,7 @@ __all__ = ["Scenario", "ScenarioError", "find_scenario", "load_scenario", "scena
 
 DEFAULT_POLICIES = ("static", "fifo", "priority", "dynamic", "spot-hybrid", "tiresias", "srpt")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+BUILTIN_SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 
 
 class ScenarioError(ValueError):
@@ -41,14 +42,8 @@ class ScenarioError(ValueError):
 
 # --- where files are ----------------------------------------------------------------------------
 def scenario_dirs() -> list[Path]:
-    out = [Path.cwd() / "benchmarks" / "scenarios", PROJECT_ROOT / "benchmarks" / "scenarios"]
-    seen, unique = set(), []
-    for d in out:
-        r = d.resolve()
-        if r not in seen:
-            seen.add(r)
-            unique.append(d)
-    return unique
+    """Where built-in scenarios are: inside the package (shipped in the wheel), one copy."""
+    return [BUILTIN_SCENARIOS]
 
 
 def builtin_scenarios() -> list[str]:
@@ -60,7 +55,7 @@ def builtin_scenarios() -> list[str]:
 
 
 def find_scenario(name_or_path: str | Path) -> Path:
-    """A path to a YAML file, or the name of one in benchmarks/scenarios/."""
+    """A path to a YAML file, or the name of a built-in one (jupyter_gpusched/sim/scenarios/)."""
     p = Path(name_or_path)
     if p.is_file():
         return p
@@ -307,6 +302,10 @@ def _pools(r: _Reader, value, path: str, base: Path, traces: Path | None) -> lis
         replace = None if replace is None else r.number(replace, f"{p}.replace_after_s", minimum=0)
         min_nodes = r.integer(v.get("min_nodes", 0), f"{p}.min_nodes", minimum=0)
         max_nodes = r.integer(v.get("max_nodes"), f"{p}.max_nodes", minimum=0, optional=True)
+        if max_nodes is not None and min_nodes > max_nodes:
+            r.fail(f"{p}.max_nodes", f"max_nodes ({max_nodes}) is below min_nodes ({min_nodes})")
+        if max_nodes is not None and len(nodes) > max_nodes:
+            r.fail(f"{p}.max_nodes", f"the pool starts with {len(nodes)} nodes but max_nodes is {max_nodes}")
         out.append(
             PoolConfig(
                 name=name,

@@ -17,7 +17,10 @@ A malformed trace raises `TraceError` naming the file, the line, the column and 
 
 from __future__ import annotations
 
+import csv
+import gzip
 import math
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -309,6 +312,44 @@ _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f", ""}
 
 
+def _read_plain(path: str | Path) -> pd.DataFrame:
+    """Read the plain CSV as text. A row with more fields than the header is reported as
+    such (pandas would take a first row's extra field as an index and shift the columns)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.ParserWarning)
+        try:
+            return _read(path, dtype=str, keep_default_na=False, skipinitialspace=True, index_col=False)
+        except (TraceError, pd.errors.ParserWarning) as exc:
+            long = _first_long_row(Path(path))
+            if long is not None:
+                line, fields, named = long
+                extra = fields - named
+                raise TraceError(
+                    path,
+                    f"{fields} fields where the header names {named}: {extra} extra field{'s' if extra > 1 else ''}"
+                    " (a stray comma, or a value with a comma that needs quotes?)",
+                    line=line,
+                ) from None
+            if isinstance(exc, TraceError):
+                raise
+            raise TraceError(path, f"not a readable CSV file ({exc})") from None
+
+
+def _first_long_row(path: Path) -> tuple[int, int, int] | None:
+    """(line, fields, header fields) of the first row with more fields than the header."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", newline="") as f:
+            rows = csv.reader(f, skipinitialspace=True)
+            header = next(rows, [])
+            for row in rows:
+                if len(row) > len(header):
+                    return rows.line_num, len(row), len(header)
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error):
+        return None
+    return None
+
+
 def load_csv(path: str | Path) -> Trace:
     """The plain format: a header row naming at least ``submit_time, duration, gpus`` and
     optionally ``tenant, priority, preemptible, job_id, status, est_runtime``.
@@ -319,7 +360,7 @@ def load_csv(path: str | Path) -> Trace:
     - preemptible: true/false, yes/no, 1/0 (empty: false);
     - status: ok/failed/cancelled (empty: ok); est_runtime: seconds, the user's estimate.
     """
-    df = _read(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    df = _read_plain(path)
     df.columns = [str(c).strip() for c in df.columns]
     _require_columns(path, df, ["submit_time", "duration", "gpus"])
     if df.empty:

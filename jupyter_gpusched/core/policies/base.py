@@ -43,6 +43,17 @@ class Policy(ABC):
         interval the job asked for."""
         return job.spec.checkpoint_interval
 
+    def max_pool_gpus(self, s: Scheduler, pool: str) -> float:
+        """The most GPUs `pool` may hold while this policy runs; what submit checks a job's
+        size against. Default: its GPUs now (a policy that grows pools says more)."""
+        return s.cluster.pool_gpus(pool)
+
+    def node_leaving(self, s: Scheduler, node: str, now: float, interrupted: bool) -> None:
+        """`node` is about to leave the cluster (its jobs already preempted). `interrupted`:
+        it was taken away (a spot reclaim, a failure); False: the driver retired it on a
+        scale-in the policy asked for. Default: nothing."""
+        return None
+
     def next_wakeup(self, s: Scheduler, now: float) -> float | None:
         """When the policy wants another pass although nothing else changes (a demotion, a
         grace period running out), or None. The driver schedules a pass at that time."""
@@ -57,6 +68,8 @@ def admit_in_order(s: Scheduler, now: float, *, per_tenant: bool, respect_quota:
         if s.cluster.free_gpus == 0:
             return
         if job.tenant in blocked:
+            if len(blocked) == s.queue.tenants():
+                return  # every tenant with queued jobs is blocked: nothing behind can start
             continue
         if respect_quota and s.ledger.classify(job.tenant, job.gpus) is Admission.OVER_LIMIT:
             alloc = None

@@ -4,7 +4,8 @@ One pass walks the queue in aged order (queues.aged_key), twice: first for jobs 
 their tenant's quota, then for jobs that would borrow.
 1. a job whose tenant is at its quota + burst waits (its tenant's larger jobs too);
    a job that fits its tenant's quota but must wait for its tenant's running jobs to
-   free it is not passed, in the quota walk, by that tenant's later jobs;
+   free it is not passed, in the quota walk, by that tenant's later jobs; those take
+   their turn in the borrow walk, in aged order, before the tenant's later borrowers;
 2. otherwise it is placed best-fit, borrowing idle GPUs if past its quota;
 3. if it does not fit but is within its quota, borrowers of other tenants are preempted
    to make room on one node (least work lost first);
@@ -12,6 +13,9 @@ their tenant's quota, then for jobs that would borrow.
    for it soonest. Later jobs may not use a reserved node unless their runtime estimate
    says they end before the reserved job could start there (EASY backfill). The
    reservation bounds how long a large job can be passed by small ones.
+5. a job larger than its tenant's whole quota can only borrow: it gets no reservation and
+   does not start while another tenant's within-quota job waits (it would be reclaimed at
+   once); it runs in the windows the quota holders leave free (docs/scheduling.md).
 """
 
 from __future__ import annotations
@@ -57,10 +61,16 @@ class DynamicPolicy(Policy):
         self._shadow = self._shadows(s)  # reserved node -> (owner job id, earliest start there)
         # Guaranteed shares first, then burst: a job that must borrow is only considered
         # after every job within its quota, so a pass never lends GPUs it reclaims at once.
-        for phase in (Admission.WITHIN_QUOTA, Admission.BORROW):
-            self._walk(s, now, phase)
+        quota_waiting, owners_waiting = self._walk(s, now, Admission.WITHIN_QUOTA, set(), set())
+        self._walk(s, now, Admission.BORROW, quota_waiting, owners_waiting)
 
-    def _walk(self, s: Scheduler, now: float, phase: Admission) -> None:
+    def _walk(
+        self, s: Scheduler, now: float, phase: Admission, quota_waiting: set[str], owners_waiting: set[str]
+    ) -> tuple[set[str], set[str]]:
+        """One walk of the queue. The quota walk returns, for the borrow walk, the tenants
+        whose older job waits for their own quota (their later within-quota jobs were held
+        back) and the tenants whose within-quota jobs were left waiting for GPUs (they would
+        reclaim what is lent now)."""
         cluster = s.cluster
         capacity_failed: dict[tuple, int] = {}  # (pools, excluded) -> smallest job that did not fit
         tenant_blocked: dict[str, int] = {}  # tenant -> smallest job over its limit
@@ -71,6 +81,7 @@ class DynamicPolicy(Policy):
         verdicts: dict[tuple[str, int], Admission] = {}
         usable_free: dict[tuple, int] = {}  # (preemptible, gpu type) -> free GPUs it may use
         classify = s.ledger.classify
+        quota_holders = {name for name, t in s.ledger.tenants.items() if t.quota > 0}
         borrow_phase = phase is Admission.BORROW
         for job in s.queue:
             if cluster.free_gpus == 0 and (borrow_phase or not s.borrowers or reclaim_failed <= 1):
@@ -87,13 +98,22 @@ class DynamicPolicy(Policy):
                 if self._reservations.pop(job.id, None):
                     self._shadow = self._shadows(s)
                 continue
-            if admission is not phase:
+            if admission is not phase and not (
+                # held back in the quota walk behind its tenant's quota waiter: it takes its
+                # turn here, in aged order, so its tenant's later borrowers do not pass it
+                borrow_phase and admission is Admission.WITHIN_QUOTA and tenant in quota_waiting
+            ):
                 if phase is Admission.WITHIN_QUOTA and g <= s.ledger.tenant(tenant).quota:
                     # It must borrow only because its own tenant's running jobs hold the quota.
                     # Its tenant's newer jobs may not take that quota first: a stream of small
                     # ones would pass it forever, whatever aging says (see the rules above).
                     quota_wait.add(tenant)
                 continue
+            # A job past its tenant's whole quota can only borrow, and other tenants' quota
+            # jobs may take its GPUs back whenever they come (the livelock of issue 12).
+            beyond_quota = g > s.ledger.tenant(tenant).quota and bool(quota_holders - {tenant})
+            if beyond_quota and (len(owners_waiting) > 1 or (owners_waiting and tenant not in owners_waiting)):
+                continue  # it can only borrow, and would be reclaimed at once: wait for a free window
             # Free GPUs in the pools this kind of job may use: when there are too few, skip
             # placement outright (a long queue facing only unusable free GPUs stays cheap).
             usable_key = (spec.preemptible, spec.gpu_type)
@@ -126,11 +146,16 @@ class DynamicPolicy(Policy):
                 if self._reservations.pop(job.id, None):
                     self._shadow = self._shadows(s)
                 continue
+            if not borrow_phase:
+                owners_waiting.add(tenant)
+            if beyond_quota:
+                continue  # never holds nodes for a start its owners may take back at once
             if job.id not in self._reservations and len(self._reservations) < s.config.max_reservations:
                 nodes = self._choose_nodes(s, job)
                 if nodes:
                     self._reservations[job.id] = nodes
                     self._shadow = self._shadows(s)
+        return quota_wait, owners_waiting
 
     # --- backfill reservations --------------------------------------------------------
     def _excluded(self, job: Job, now: float) -> frozenset[str]:

@@ -34,6 +34,9 @@ class PreemptiveListPolicy(Policy):
         running: dict[str, Any] | None = None  # running job id -> bar, computed when first needed
         worst: Any = None
         failed: dict[tuple, int] = {}  # (preemptible, gpu type) -> smallest job that found no room
+        # ... and the smallest that found no victims: a later job ranks no better, so one as
+        # large finds none either (until a preemption changes who runs)
+        no_victims: dict[tuple, int] = {}
         for job in s.queue:
             key = (job.spec.preemptible, job.spec.gpu_type)
             alloc = s.place(job) if job.gpus < failed.get(key, 1 << 30) else None
@@ -48,14 +51,18 @@ class PreemptiveListPolicy(Policy):
                     if s.cluster.free_gpus == 0:
                         break
                     continue
+                if job.gpus >= no_victims.get(key, 1 << 30):
+                    continue
                 victims = self._victims(s, job, rank, running, now)
                 if not victims:
+                    no_victims[key] = job.gpus
                     continue
                 for v in victims:
                     s.preempt(v.id, now, f"preempted for {job.id} ({self.name})")
                     running.pop(v.id, None)
                 worst = max(running.values(), default=None)
                 failed.clear()
+                no_victims.clear()
                 alloc = s.place(job)
                 if alloc is None:  # pragma: no cover - the victims' node has room by construction
                     continue

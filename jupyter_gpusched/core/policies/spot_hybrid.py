@@ -15,7 +15,9 @@ Everything `dynamic` does (aging, quota + burst with reclaim, backfill), plus:
    asks `checkpoint_interval` when it starts a job and passes the answer to its runner.
 
 Node lifetimes and idle times are learnt from the cluster itself, in caches the policy
-can rebuild: when a spot node first appears and when it vanishes.
+can rebuild: when a spot node first appears and when it is taken away. A node the driver
+retires on the policy's own scale-in is no interruption and teaches nothing about lifetimes
+(counting those once made it checkpoint every minute).
 """
 
 from __future__ import annotations
@@ -61,19 +63,16 @@ class SpotHybridPolicy(DynamicPolicy):
 
     # --- learning the spot nodes --------------------------------------------------------------
     def observe(self, s: Scheduler, now: float) -> None:
-        """Note new spot nodes and the lifetimes of vanished ones. Cheap when nothing changed:
-        nodes are only ever appended to `on_node`, so (count, last node) tells."""
+        """Note new spot nodes (lifetimes are learnt in `node_leaving`). Cheap when nothing
+        changed: nodes are only ever appended to `on_node`, so (count, last node) tells."""
         on_node = s.on_node
         fp = (len(on_node), next(reversed(on_node), None))
         if fp == self._fingerprint:
             return
         self._fingerprint = fp
         for node in [n for n in self._born if n not in on_node]:
-            pool, born = self._born.pop(node)
+            self._born.pop(node)
             self._idle_since.pop(node, None)
-            life = now - born
-            if life > 0:
-                self.shortest_lifetime[pool] = min(self.shortest_lifetime.get(pool, life), life)
         cluster = s.cluster
         for n in reversed(on_node):
             if n in self._born or n in self._other:
@@ -85,6 +84,33 @@ class SpotHybridPolicy(DynamicPolicy):
                 self._born[n] = (pool, now)
             else:
                 self._other.add(n)
+
+    def node_leaving(self, s: Scheduler, node: str, now: float, interrupted: bool) -> None:
+        """Learn a spot lifetime from an interruption only, never from a scale-in."""
+        self.observe(s, now)  # a node added since the last pass is known before it goes
+        born = self._born.pop(node, None)
+        self._idle_since.pop(node, None)
+        if born is None or not interrupted:
+            return
+        pool, since = born
+        life = now - since
+        if life > 0:
+            self.shortest_lifetime[pool] = min(self.shortest_lifetime.get(pool, life), life)
+
+    def max_pool_gpus(self, s: Scheduler, pool: str) -> float:
+        """The elastic spot pool may grow to `max_nodes` (unbounded without it)."""
+        now = s.cluster.pool_gpus(pool)
+        if pool != _elastic_pool(s):
+            return now
+        spec = s.cluster.pools[pool]
+        if spec.max_nodes is None:
+            return math.inf
+        return max(now, spec.max_nodes * self._node_size(s, pool))
+
+    def _node_size(self, s: Scheduler, pool: str) -> int:
+        """GPUs on a node the driver adds to `pool`: what the pool says, else like the ones
+        there, else the policy's `node_gpus`."""
+        return s.cluster.pools[pool].node_gpus or s.cluster.max_node_gpus([pool]) or self.node_gpus
 
     def lifetime_bound(self, pool: str) -> float:
         return min(self.prior_lifetime_s, self.shortest_lifetime.get(pool, self.prior_lifetime_s))
@@ -150,44 +176,69 @@ class SpotHybridPolicy(DynamicPolicy):
             if s.place(job, exclude) is not None:
                 continue  # dynamic left it waiting for another reason (its turn); leave it
             pools = {p for group in s.pool_choices(job.spec) for p in group}
-            best = None
-            for node, jobs in movable.items():
-                if node in exclude or cluster.pool_of(node) not in pools or cluster.capacity(node) < job.gpus:
-                    continue
-                free = cluster.free_on(node)
-                jobs.sort(key=lambda v: (work_at_risk(v, now), -v.seq))
-                chosen, risk = [], 0.0
-                for v in jobs:
-                    if free >= job.gpus:
-                        break
-                    chosen.append(v)
-                    free += v.gpus
-                    risk += work_at_risk(v, now)
-                if free >= job.gpus:
-                    cost = (sum(v.gpus for v in chosen), risk, node)
-                    if best is None or cost < best[0]:
-                        best = (cost, chosen, node)
+            g = job.gpus
+            if g > cluster.max_node_gpus(pools):
+                best = self._clear_nodes(s, movable, pools, exclude, g, now)  # a multi-node job
+            else:
+                best = None
+                for node, jobs in movable.items():
+                    if node in exclude or cluster.pool_of(node) not in pools or cluster.capacity(node) < g:
+                        continue
+                    got = _make_room(cluster.free_on(node), jobs, g, now)
+                    if got is not None and (best is None or (got[0], node) < (best[0], best[2][0])):
+                        best = (got[0], got[1], [node])
             if best is None:
                 continue
-            (moved, _, node), chosen, _ = best
+            (moved, _), chosen, nodes = best
             if moved > spot_free or any(v.gpus > largest_hole for v in chosen):
                 wanted += moved  # spot must grow first
                 continue
             for v in chosen:
                 s.preempt(v.id, now, f"moved to spot to free on-demand GPUs for {job.id}")
-                movable[node].remove(v)
+                for node in nodes:
+                    if v in movable.get(node, ()):
+                        movable[node].remove(v)
             spot_free -= moved
             alloc = s.place(job, exclude)
             if alloc is not None:
                 s.admit(job, alloc, borrowed=admission is Admission.BORROW, now=now)
         return wanted
 
+    def _clear_nodes(
+        self, s: Scheduler, movable: dict[str, list[Job]], pools: set[str], exclude, gpus: int, now: float
+    ) -> tuple[tuple[int, float], list[Job], list[str]] | None:
+        """For a job larger than a node: the whole nodes to clear (free ones first, then the
+        cheapest to empty of movable jobs) until they hold `gpus`, or None."""
+        cluster = s.cluster
+        ranked = []
+        for node in s.cluster.node_names:
+            if node in exclude or cluster.pool_of(node) not in pools:
+                continue
+            cap = cluster.capacity(node)
+            got = _make_room(cluster.free_on(node), movable.get(node, []), cap, now)
+            if got is not None:
+                ranked.append((got[0], node, got[1]))
+        ranked.sort(key=lambda r: (r[0], r[1]))
+        chosen: list[Job] = []
+        nodes: list[str] = []
+        total, moved, risk = 0, 0, 0.0
+        for (m, r), node, victims in ranked:
+            if total >= gpus:
+                break
+            nodes.append(node)
+            chosen.extend(victims)
+            total += cluster.capacity(node)
+            moved, risk = moved + m, risk + r
+        if total < gpus:
+            return None
+        return (moved, risk), chosen, nodes
+
     def _scale(self, s: Scheduler, now: float, spot_pools: list[str], moved_need: int) -> None:
         """Size the spot pool: nodes running jobs, plus idle nodes still in their grace,
         plus new nodes for the preemptible work that found no room. Idempotent: the driver
         counts nodes on their way, so asking again while they come changes nothing."""
         cluster = s.cluster
-        pool = spot_pools[0]  # the first spot pool is the elastic one; others keep their size
+        pool = spot_pools[0]  # the elastic one (_elastic_pool)
         busy = idle_kept = 0
         sizes = []
         for n, (p, _) in self._born.items():
@@ -201,15 +252,37 @@ class SpotHybridPolicy(DynamicPolicy):
                 since = self._idle_since.setdefault(n, now)
                 if now - since < self.idle_grace_s:
                     idle_kept += 1
+        spec = cluster.pools[pool]
         need = moved_need
         for job in s.queue:
             if job.spec.preemptible and s.ledger.classify(job.tenant, job.gpus) is not Admission.OVER_LIMIT:
                 need += job.gpus
-        size = max(sizes, default=self.node_gpus)  # nodes the driver adds look like these
-        spec = cluster.pools[pool]
+        size = spec.node_gpus or max(sizes, default=self.node_gpus)  # the nodes the driver adds
         want = max(busy + idle_kept + math.ceil(need / size), spec.min_nodes)
         if spec.max_nodes is not None:
             want = min(want, spec.max_nodes)
         if need > 0 or want != self._target.get(pool):
             self._target[pool] = want
             s.scale(pool, want, "preemptible work waiting" if need > 0 else "idle spot nodes given back")
+
+
+def _make_room(free: int, jobs: list[Job], need: int, now: float) -> tuple[tuple[int, float], list[Job]] | None:
+    """The movable jobs to stop on one node so it has `need` free GPUs (least work at risk
+    first): ((GPUs moved, work at risk), jobs), or None when they are not enough."""
+    jobs.sort(key=lambda v: (work_at_risk(v, now), -v.seq))
+    chosen, moved, risk = [], 0, 0.0
+    for v in jobs:
+        if free >= need:
+            break
+        chosen.append(v)
+        free += v.gpus
+        moved += v.gpus
+        risk += work_at_risk(v, now)
+    if free < need:
+        return None
+    return (moved, risk), chosen
+
+
+def _elastic_pool(s: Scheduler) -> str | None:
+    """The first spot pool by name is the elastic one; other pools keep their size."""
+    return min((name for name, p in s.cluster.pools.items() if p.spot), default=None)

@@ -1,0 +1,88 @@
+"""How a replay's cost grows with the number of jobs (and so with the queue's length).
+
+A synthetic loaded workload: 4 tenants (quota 16 each) on 8 nodes x 8 GPUs, Poisson
+arrivals at `--load` of capacity, 1-16 GPUs (mostly small), log-normal durations, priorities
+20/50/30 high/normal/low, normal and low preemptible with checkpoints every 30 min. The
+same generator (seeded) at each size, so a longer run is the same process for longer and
+the queue gets longer. Prints each policy's CPU time per size (CPU, not wall: steadier on a
+shared machine) and the growth exponent log(t2 / t1) / log(n2 / n1) between consecutive
+sizes (1.0: linear in the work).
+
+    PYTHONPATH=. .venv/bin/python benchmarks/replay_scaling.py [--sizes 5000,20000] [--policies dynamic,static]
+    PYTHONPATH=. .venv/bin/python benchmarks/replay_scaling.py --quality 3000 --policies dynamic,fifo
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import time
+
+from jupyter_gpusched.core.model import NodeSpec, Priority, Tenant
+from jupyter_gpusched.sim.engine import CheckpointModel, PoolConfig, SimJob, Simulation
+from jupyter_gpusched.sim.metrics import summarize
+from jupyter_gpusched.sim.traces import TraceJob
+
+NODES, GPUS = 8, 8
+TENANTS = [Tenant(f"t{i}", 16) for i in range(4)]
+
+
+def workload(n: int, load: float, seed: int = 7) -> list[SimJob]:
+    rng = random.Random(seed)
+    sizes, weights = [1, 2, 4, 8, 16], [50, 20, 15, 10, 5]
+    mean_gpus = sum(s * w for s, w in zip(sizes, weights, strict=True)) / sum(weights)
+    mu, sigma = math.log(1800), 1.2
+    mean_dur = math.exp(mu + sigma**2 / 2)
+    rate = load * NODES * GPUS / (mean_gpus * mean_dur)  # arrivals per second
+    jobs, t = [], 0.0
+    for i in range(n):
+        t += rng.expovariate(rate)
+        prio = rng.choices([Priority.HIGH, Priority.NORMAL, Priority.LOW], [20, 50, 30])[0]
+        tj = TraceJob(f"j{i}", t, min(rng.lognormvariate(mu, sigma), 7 * 86400), rng.choices(sizes, weights)[0],
+                      rng.choice(TENANTS).name)  # fmt: skip
+        jobs.append(SimJob(tj, prio, prio is not Priority.HIGH))
+    return jobs
+
+
+def quality(n: int, load: float, policies: list[str]) -> None:
+    pool = PoolConfig("od", tuple(NodeSpec(f"od-{i}", GPUS, "od") for i in range(NODES)), 3.0, gpus_per_node=GPUS)
+    ck = CheckpointModel(interval_s=1800, cost_s=30, restore_s=60, applies_to="preemptible")
+    for pol in policies:
+        s = summarize(Simulation(workload(n, load), [pool], TENANTS, pol, checkpoint=ck).run())
+        print(
+            f"{pol:10} util {s['utilization']:.3f} avgJCT_h {s['avg_jct_s'] / 3600:.2f} "
+            f"p99_h {s['p99_jct_s'] / 3600:.1f} makespan_h {s['makespan_s'] / 3600:.1f} "
+            f"overtaken {s['low_priority_overtaken']} preempt {s['preemptions']} lost {s['gpu_hours_lost']:.0f}"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="5000,20000")
+    ap.add_argument("--policies", default="fifo,static,dynamic,tiresias,srpt")
+    ap.add_argument("--load", type=float, default=0.9)
+    ap.add_argument("--quality", type=int, metavar="N", help="instead: the schedule's figures for N jobs")
+    args = ap.parse_args()
+    if args.quality:
+        return quality(args.quality, args.load, args.policies.split(","))
+    sizes = [int(x) for x in args.sizes.split(",")]
+    pool = PoolConfig("od", tuple(NodeSpec(f"od-{i}", GPUS, "od") for i in range(NODES)), 3.0, gpus_per_node=GPUS)
+    ck = CheckpointModel(interval_s=1800, cost_s=30, restore_s=60, applies_to="preemptible")
+    print(f"load {args.load}, {NODES} x {GPUS} GPUs; CPU seconds per size, growth exponent between sizes")
+    print(f"{'policy':<10} " + " ".join(f"{n:>9}" for n in sizes) + "  exponent  max queue")
+    for pol in args.policies.split(","):
+        walls, maxq = [], 0
+        for n in sizes:
+            sim = Simulation(workload(n, args.load), [pool], TENANTS, pol, checkpoint=ck)
+            t0 = time.process_time()
+            res = sim.run()
+            walls.append(time.process_time() - t0)
+            maxq = max(res.series_queued) if len(res.series_queued) else 0
+        exps = [math.log(walls[i + 1] / walls[i]) / math.log(sizes[i + 1] / sizes[i]) for i in range(len(sizes) - 1)]
+        cells = " ".join(f"{w:9.1f}" for w in walls)
+        print(f"{pol:<10} {cells}  {' '.join(f'{e:.2f}' for e in exps):>8}  {int(maxq):>9}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
