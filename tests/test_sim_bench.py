@@ -108,6 +108,20 @@ def test_bench_runs_a_builtin_scenario_by_name(capsys):
 
 
 @needs_traces
+@pytest.mark.parametrize("columns", [80, 120])
+def test_bench_tables_fit_the_terminal_and_wide_shows_every_column(capsys, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    args = ["seed-3x8", "--limit", "60", "--policies", "static,dynamic,spot-hybrid", "--no-progress"]
+    assert bench_main(args) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines() if not line.startswith("scenario ")) <= columns, out
+    assert "avgJCT h" in out and "JCT/static" in out and "--wide shows all" in out
+    assert bench_main([*args, "--wide"]) == 0
+    wide = capsys.readouterr().out
+    assert all(name in wide for name in ("cost/static", "util/static", "Jain", "of it spot")) and "--wide" not in wide
+
+
+@needs_traces
 def test_alibaba_window_reports_gpu_busy_and_statuses(tmp_path):
     sc = {
         "name": "alibaba-small",

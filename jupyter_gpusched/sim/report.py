@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -207,7 +208,38 @@ def _grid(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(out)
 
 
-def format_table(report: dict) -> str:
+def _fitted_grid(
+    header: Sequence[str], rows: Sequence[Sequence[str]], priority: Sequence[str], width: int | None
+) -> tuple[str, list[str]]:
+    """The grid with as many columns as fit in `width` characters (None: all), dropping the columns last in
+    `priority` first (columns not named there go first); returns it and the names left out."""
+    keep = list(range(len(header)))
+    rank = {name: i for i, name in enumerate(priority)}
+    dropped: list[str] = []
+
+    def text() -> str:
+        return _grid([header[i] for i in keep], [[r[i] for i in keep] for r in rows])
+
+    while width is not None and len(keep) > 2 and max(len(line) for line in text().splitlines()) > width:
+        worst = max(keep[1:], key=lambda i: rank.get(header[i], len(priority)))
+        keep.remove(worst)
+        dropped.append(header[worst])
+    return text(), dropped
+
+
+# The main table's columns, most telling first: what a narrow terminal still shows.
+MAIN_COLUMNS_BY_PRIORITY = (
+    "policy", "jobs", "util", "avgJCT h", "JCT/static", "cost/job", "GPUh lost", "p99JCT h", "makespan h",
+    "goodput", "preempt", "JCT/oracle", "maxLowWait h", "util net", "p50JCT h", "Jain", "util/static", "cost/static",
+)  # fmt: skip
+WAIT_COLUMNS_BY_PRIORITY = (
+    "policy", "avg high", "avg low", "max low", "low overtaken", "avg normal", "max high", "max normal",
+    "cost total", "of it spot",
+)  # fmt: skip
+
+
+def format_table(report: dict, width: int | None = None) -> str:
+    """The report as text; tables fit in `width` columns (None: every column, however wide)."""
     sc = report["scenario"]
     pols = report["policies"]
     head = [
@@ -257,17 +289,23 @@ def format_table(report: dict) -> str:
         "preempt: preemptions + spot interruptions; GPUh lost: work thrown away by them; x/static, x/oracle: ratios "
         "to static and to the srpt oracle (knows every runtime); JCT ratios are over the jobs both completed"
     )
-    lines = head + ["", _grid(header, rows), *textwrap.wrap(legend, 118), ""]
+    wrap = min(width or 118, 118)
+    grid, left_out = _fitted_grid(header, rows, MAIN_COLUMNS_BY_PRIORITY, width)
+    lines = head + ["", grid, *textwrap.wrap(legend, wrap)]
+    if left_out:
+        lines += textwrap.wrap(f"(left out to fit {width} columns: {', '.join(left_out)}; --wide shows all)", wrap)
+    lines.append("")
     if flagged:
         note = (
             "* the job sets differ (a policy rejected or did not finish some jobs): JCT/static compares only the "
             "jobs both completed -- " + "; ".join(flagged) + "; util/static and cost/static cover different jobs"
         )
-        lines += [*textwrap.wrap(note, 118), ""]
-    lines.append(
+        lines += [*textwrap.wrap(note, wrap), ""]
+    lines += textwrap.wrap(
         f"lower bounds ({b['jobs']} jobs that must complete, {b['capacity_gpus']} GPUs): "
         f"makespan >= {_h(b['makespan_s'])} h, avg JCT >= {_h(b['avg_jct_s'])} h; "
-        f"on a fixed cluster of that size goodput <= {_pc(b.get('goodput_max'))}"
+        f"on a fixed cluster of that size goodput <= {_pc(b.get('goodput_max'))}",
+        wrap,
     )
     bad = {n: s["bound_violations"] for n, s in pols.items() if s.get("bound_violations")}
     lines.append("bounds hold for every policy" if not bad else f"BOUND VIOLATIONS: {bad}")
@@ -282,25 +320,18 @@ def format_table(report: dict) -> str:
             + [_h(w[p]["max_s"]) if p in w else "-" for p in prios]
             + [str(s["low_priority_overtaken"]), _money(s["cost_total"]), _money(s["cost_spot"])]
         )
+    wait_header = [
+        "policy", "avg high", "avg normal", "avg low", "max high", "max normal", "max low", "low overtaken",
+        "cost total", "of it spot",
+    ]  # fmt: skip
+    wait_grid, wait_left_out = _fitted_grid(wait_header, wrows, WAIT_COLUMNS_BY_PRIORITY, width)
     lines += [
         "",
         f"queueing delay by priority (hours; aging bound for low priority: {_h(next(iter(pols.values()))['aging_bound_s'])} h)",
-        _grid(
-            [
-                "policy",
-                "avg high",
-                "avg normal",
-                "avg low",
-                "max high",
-                "max normal",
-                "max low",
-                "low overtaken",
-                "cost total",
-                "of it spot",
-            ],
-            wrows,
-        ),
+        wait_grid,
     ]
+    if wait_left_out:
+        lines += textwrap.wrap(f"(left out: {', '.join(wait_left_out)}; --wide shows all)", wrap)
     tenants = sorted({t for s in pols.values() for t in s["wait_by_tenant"]})
     if 0 < len(tenants) <= 8:
         trows = [
@@ -408,6 +439,7 @@ def _parser() -> argparse.ArgumentParser:
         "--policies",
         help=f"comma-separated policies to compare (default: the scenario's list); known: {', '.join(policy_names())}",
     )
+    p.add_argument("--wide", action="store_true", help="every column, however wide (default: fit the terminal)")
     p.add_argument("--json", metavar="FILE", help="write every figure to FILE as JSON")
     p.add_argument("--plots", metavar="DIR", help="write PNG plots (utilisation, JCT CDF, queue length) to DIR")
     p.add_argument(
@@ -441,7 +473,7 @@ def bench_main(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     report, results = run_bench(sc, policies, progress=False if args.no_progress else None, check_invariants=args.check)
-    print(format_table(report))
+    print(format_table(report, width=None if args.wide else shutil.get_terminal_size((120, 24)).columns))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=2, default=_json_default) + "\n")
