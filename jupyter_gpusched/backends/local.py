@@ -214,6 +214,28 @@ class LocalBackend(Backend):
         "beside the job folders. Servers that should share one bound on this machine may name the same folder.",
     )
 
+    cpus = Float(
+        config=True,
+        help="CPUs of this machine that jobs' `cpus` are held to (a job that would overload it waits). "
+        "Default: the CPU count; 0: not counted.",
+    )
+    memory = Int(
+        config=True,
+        help="MiB of memory of this machine that jobs' `memory` is held to (a job that would overload it waits). "
+        "Default: the physical memory; 0: not counted.",
+    )
+
+    @default("cpus")
+    def _default_cpus(self) -> float:
+        return float(os.cpu_count() or 0)
+
+    @default("memory")
+    def _default_memory(self) -> int:
+        try:
+            return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20)
+        except (AttributeError, ValueError, OSError):  # not POSIX: not counted
+            return 0
+
     @default("max_concurrent_starts")
     def _default_max_starts(self) -> int:
         return default_max_starts()
@@ -276,7 +298,8 @@ class LocalBackend(Backend):
 
     def inventory(self) -> list[NodeSpec]:
         count = self._nvml_count()
-        return [NodeSpec(self.node_name, count if count > 0 else self.virtual_gpus, pool="local")]
+        gpus = count if count > 0 else self.virtual_gpus
+        return [NodeSpec(self.node_name, gpus, pool="local", cpus=self.cpus or None, memory=self.memory or None)]
 
     def gpu_memory_used_mib(self) -> dict[tuple[str, int], float]:
         nvml = self._nvml()

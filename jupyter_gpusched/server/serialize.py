@@ -39,6 +39,8 @@ def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
         out["parameters"] = dict(s.parameters)
         out["max_retries"] = s.max_retries
         out["gpu_type"] = s.gpu_type
+        out["cpus"] = s.cpus
+        out["memory"] = s.memory
         out["position"] = service.position(job) if job.state is JobState.QUEUED else None
         out["estimated_start"] = iso(service.estimated_start(job)) if job.state is JobState.QUEUED else None
     return out

@@ -477,6 +477,8 @@ class Service(ServiceViews):
         preemptible: bool = False,
         max_retries: int = 2,
         gpu_type: str | None = None,
+        cpus: float = 0.0,
+        memory: int = 0,
     ) -> Job:
         """Validate, queue and durably record a job. Raises SpecError on bad input."""
         self.require_owner()
@@ -496,6 +498,8 @@ class Service(ServiceViews):
             max_retries=max_retries,
             gpu_type=gpu_type,
             est_runtime=None,
+            cpus=cpus,
+            memory=memory,
         )
         self.scheduler.validate(spec)
         try:  # e.g. the Kubernetes API server's own validation (a dry run), so its message reaches the user
