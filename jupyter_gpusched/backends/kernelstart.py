@@ -4,10 +4,11 @@ Many runners started at once (a burst at 40-way on 2 cores) each start an ipyker
 of CPU before it answers `kernel_info`; started together they starve each other past any timeout. So:
 
 - **Start slots.** A runner takes one of `max_starts` slots (an exclusive `flock` on one of the files
-  `slot-0 ... slot-N-1` in a folder its runners share) before it launches its kernel, and gives it back once the
-  kernel answered `kernel_info` (or the start failed). A runner that dies gives its slot back with its last file
+  `slot-0 ... slot-N-1` in a folder its runners share) before it imports papermill and launches its kernel, and
+  gives it back once the kernel answered `kernel_info` (or the start failed): a burst's runners wait as small
+  processes, not as 40 interpreters importing at once. A runner that dies gives its slot back with its last file
   descriptor, so a slot is never leaked. The wait for a slot is not part of the deadline.
-- **A deadline that scales with load.** From the moment the slot is taken, the kernel has `base` seconds times
+- **A deadline that scales with load.** From its launch (the slot held), the kernel has `base` seconds times
   the machine's load per CPU (at least 1, at most `MAX_LOAD_FACTOR`) to answer; past it the run is a launch
   failure (the service puts the job back in line), not the notebook's.
 - **No port races.** On POSIX the kernel talks over `ipc` (Unix sockets named after its connection file, which
@@ -17,7 +18,6 @@ of CPU before it answers `kernel_info`; started together they starve each other 
 
 from __future__ import annotations
 
-import asyncio
 import glob
 import os
 import time
@@ -77,11 +77,11 @@ class StartSlot:
             return True
         return False
 
-    async def acquire(self) -> float:
-        """Wait for a free slot (on the runner's event loop); returns the seconds waited."""
+    def acquire(self) -> float:
+        """Wait for a free slot; returns the seconds waited."""
         started = time.monotonic()
         while not self.try_acquire():
-            await asyncio.sleep(SLOT_POLL)
+            time.sleep(SLOT_POLL)
         return time.monotonic() - started
 
     def release(self) -> None:

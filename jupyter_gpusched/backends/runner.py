@@ -209,15 +209,19 @@ class Run:
                 self.abort(max_runtime_message(self.max_runtime or 0), EXIT_MAX_RUNTIME, interrupted=False)
 
     # --- bringing the kernel up (kernelstart.py) --------------------------------------------
+    def take_start_slot(self, args: argparse.Namespace) -> None:
+        """Before papermill is imported: wait for one of the start slots (held until kernel_info is answered)."""
+        if args.start_slots is None:
+            return
+        self.slot = StartSlot(args.start_slots, args.max_starts)
+        waited = self.slot.acquire()
+        if waited >= 1.0:
+            print(f"gpusched-runner: waited {waited:.1f} s for a kernel start slot", flush=True)
+
     async def begin_kernel_start(self, km: Any, args: argparse.Namespace) -> None:
-        """Before the kernel is launched: take a start slot, choose the transport, arm the deadline."""
+        """Before the kernel is launched: choose the transport, arm the deadline."""
         if self.kernel_starting or self.kernel_up.is_set():
             return
-        if args.start_slots is not None:
-            self.slot = StartSlot(args.start_slots, args.max_starts)
-            waited = await self.slot.acquire()
-            if waited >= 1.0:
-                print(f"gpusched-runner: waited {waited:.1f} s for a kernel start slot", flush=True)
         self.kernel_starting = True
         if not km.connection_file:
             from jupyter_core.paths import jupyter_runtime_dir
@@ -372,6 +376,7 @@ def _run(run: Run, args: argparse.Namespace) -> int:
         + (f", max_runtime safety net {format_seconds(args.max_runtime)} s" if args.max_runtime else ""),
         flush=True,
     )
+    run.take_start_slot(args)
     try:
         import nbformat
         import papermill
