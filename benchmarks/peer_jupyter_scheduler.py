@@ -394,6 +394,8 @@ def main() -> int:
                 )
         print("\nsummary over rounds (median time, worst time, failed jobs, submit p50/p99 over all, max peak):")
         for name, bs in results.items():
+            if not bs:
+                continue
             subs = [s for b in bs for s in b.submit]
             print(
                 f"  {name:8s} {statistics.median(b.seconds for b in bs):7.1f} s  worst {max(b.seconds for b in bs):7.1f}"
@@ -403,7 +405,7 @@ def main() -> int:
             )
         print("\nfeatures, read from each API:")
         print(f"  {'feature':30s} {'ours':28s} peer")
-        for feature, ours, peer in features(servers["ours-40"], servers["peer"]):
+        for feature, ours, peer in features(servers.get("ours") or servers["ours-40"], servers["peer"]):
             print(f"  {feature:30s} {ours:28s} {peer}")
     finally:
         for server in servers.values():
