@@ -129,6 +129,11 @@ BAD_SUBMITS = [
     ("max_runtime as text", {"notebook": "ok.ipynb", "max_runtime": "1h"}, 400, "wrong_type", "max_runtime"),
     ("preemptible as text", {"notebook": "ok.ipynb", "preemptible": "yes"}, 400, "wrong_type", "preemptible"),
     ("too many retries", {"notebook": "ok.ipynb", "max_retries": 99}, 400, "invalid_value", "max_retries"),
+    ("cpus as text", {"notebook": "ok.ipynb", "cpus": "2"}, 400, "wrong_type", "cpus"),
+    ("negative cpus", {"notebook": "ok.ipynb", "cpus": -1}, 400, "invalid_value", "cpus"),
+    ("cpus more than the machine has", {"notebook": "ok.ipynb", "cpus": 4096}, 400, "invalid_value", "cpus"),
+    ("memory fractional", {"notebook": "ok.ipynb", "memory": 1.5}, 400, "wrong_type", "memory"),
+    ("memory more than the machine has", {"notebook": "ok.ipynb", "memory": 2**26}, 400, "invalid_value", "memory"),
 ]
 
 

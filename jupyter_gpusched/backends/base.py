@@ -17,7 +17,11 @@ fails at once and is never re-run. `lost` is a run that vanished without the not
 (its Kubernetes Job deleted, its pod failed by the node with no container error; the service
 adds the jobs whose heartbeat stopped and those a restart interrupted): the job is re-run while
 `max_retries` allow, then fails. `preempted` is an announced stop (eviction, a node taken away):
-the job is requeued and resumes from its checkpoint without using a retry.
+the job is requeued and resumes from its checkpoint without using a retry. `not_started` is a
+launch that failed before the notebook ran (its kernel could not start, died or never answered
+kernel_info): like a `BackendError` from `launch`, the job goes back in line after a pause,
+counted apart from `max_retries` (`launch_retries`). A backend reports `started` only once the
+notebook runs (on the local backend: its kernel answered kernel_info).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ __all__ = [
     "error_path",
     "heartbeat_path",
     "kernel_pid_path",
+    "kernel_ready_path",
     "launch_info_path",
     "log_path",
     "output_path",
@@ -82,7 +87,9 @@ class LaunchRequest:
     allocation: Allocation = ()  # where the core placed it: ((node, (gpu index, ...)), ...)
 
 
-UpdateKind = Literal["started", "heartbeat", "succeeded", "failed", "preempted", "lost", "node_added", "node_lost"]
+UpdateKind = Literal[
+    "started", "heartbeat", "succeeded", "failed", "not_started", "preempted", "lost", "node_added", "node_lost"
+]
 
 
 @dataclass(frozen=True)
@@ -185,6 +192,7 @@ class Backend(LoggingConfigurable, metaclass=_ConfigurableABCMeta):
 #   pid              the runner's pid (= its process group id), one integer
 #   launch.json      {"job_id", "pid", "token", "time", ...}: identifies the runner's processes
 #   kernel_pid       the kernel's pid (= its process group id), written by the runner
+#   kernel_ready     when the kernel answered kernel_info (the run has started), written by the runner
 #   heartbeat        {"time", "cells_done", "cells_total", ...}, rewritten by the runner
 #   error.txt        one line: why the run failed
 
@@ -211,6 +219,10 @@ def launch_info_path(job_dir: Path) -> Path:
 
 def kernel_pid_path(job_dir: Path) -> Path:
     return Path(job_dir) / "kernel_pid"
+
+
+def kernel_ready_path(job_dir: Path) -> Path:
+    return Path(job_dir) / "kernel_ready"
 
 
 def heartbeat_path(job_dir: Path) -> Path:

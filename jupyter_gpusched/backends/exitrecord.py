@@ -1,7 +1,7 @@
 """How a run ended, as the runner leaves it in its job folder: the one record a restarted server trusts.
 
-The runner writes `exit.json` once the notebook has run to its end (or failed on its own),
-before it exits: `{"status": "succeeded" | "failed", "message", "time", "started", "exit_code",
+The runner writes `exit.json` once the notebook has run to its end (or failed on its own, or its
+kernel never came up: "not_started"), before it exits: `{"status": "succeeded" | "failed" | "not_started", "message", "time", "started", "exit_code",
 "cells_done", "cells_total", "token"}`. The write is atomic and durable (temp file, fsync,
 rename, fsync of the folder), so a server that was down when the run ended reads the true
 outcome instead of guessing from a dead process, and a finished job is never run again.
@@ -24,9 +24,13 @@ EXIT_RECORD = "exit.json"
 LAUNCH_INFO = "launch.json"  # written by LocalBackend.launch (see base.py's job folder layout)
 
 
+ExitStatus = Literal["succeeded", "failed", "not_started"]
+EXIT_STATUSES = ("succeeded", "failed", "not_started")
+
+
 @dataclass(frozen=True)
 class ExitRecord:
-    status: Literal["succeeded", "failed"]
+    status: ExitStatus
     message: str  # "" on success; one readable line on failure
     time: float  # wall clock when the run ended
     started: float | None = None  # wall clock when the runner started
@@ -91,7 +95,7 @@ def read_exit_record(job_dir: Path) -> ExitRecord | None:
     """The record of the current launch in `job_dir`, or None (no record, unreadable, or one left by an
     earlier launch)."""
     data = _read_json(exit_record_path(job_dir))
-    if not isinstance(data, dict) or data.get("status") not in ("succeeded", "failed"):
+    if not isinstance(data, dict) or data.get("status") not in EXIT_STATUSES:
         return None
     if not isinstance(data.get("time"), (int, float)):
         return None

@@ -10,6 +10,12 @@ its environment (`GPUSCHED_LAUNCH_TOKEN`); a sweep of /proc for that token catch
 that left both groups (a `setsid` child of the notebook) and proves a pid still belongs to
 the job before it is killed, so a recycled pid is never hit.
 
+Kernels: a burst of runners would start their kernels all at once and starve each other past any
+timeout, so a runner takes one of `max_concurrent_starts` start slots until its kernel answered
+kernel_info, under a deadline that grows with the machine's load, and talks to it over ipc
+sockets, which have no ports to race for (kernelstart.py). The job is reported started once its
+kernel answered; a kernel that never did is reported `not_started` (the service retries it).
+
 GPUs: with NVML (`pynvml`, from nvidia-ml-py) the node has the real GPU count; without it,
 `virtual_gpus` virtual GPUs, so everything works on a laptop. A job's GPU indices become
 CUDA_VISIBLE_DEVICES (with CUDA_DEVICE_ORDER=PCI_BUS_ID so they match NVML's numbering).
@@ -32,7 +38,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from traitlets import Float, Int, Unicode, validate
+from traitlets import CaselessStrEnum, Float, Int, Unicode, default, validate
 
 from ..core.model import NodeSpec, Pool
 from .base import (
@@ -43,6 +49,7 @@ from .base import (
     error_path,
     heartbeat_path,
     kernel_pid_path,
+    kernel_ready_path,
     launch_info_path,
     log_path,
     output_path,
@@ -51,7 +58,8 @@ from .base import (
     validate_parameters,
     write_atomic,
 )
-from .exitrecord import exit_record_path
+from .exitrecord import exit_record_path, read_exit_record
+from .kernelstart import default_max_starts
 from .logcap import DEFAULT_MAX_LOG_BYTES
 from .processes import (
     HAVE_PROC,
@@ -83,6 +91,13 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return None
+
+
+def _read_float(path: Path) -> float | None:
+    try:
+        return float(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
         return None
 
 
@@ -180,6 +195,69 @@ class LocalBackend(Backend):
         "under a line that says so). 0: no cap.",
     )
 
+    max_concurrent_starts = Int(
+        config=True,
+        help="Kernels brought up at once (each runner holds a start slot until its kernel answered kernel_info). "
+        "Default: the CPU count, at least 2.",
+    )
+    kernel_start_timeout = Float(
+        60.0,
+        config=True,
+        help="Seconds a kernel has to answer kernel_info once its start slot is taken, multiplied by the machine's "
+        "load per CPU (from 1 to 4). Past it the launch failed: the job goes back in line (c.GPUSched.launch_retries).",
+    )
+    kernel_transport = CaselessStrEnum(
+        ["ipc", "tcp"],
+        "ipc",
+        config=True,
+        help="How runners talk to their kernels: ipc (Unix sockets: no ports to race for when many kernels start "
+        "together; tcp where ipc does not work) or tcp.",
+    )
+    start_slots_dir = Unicode(
+        "",
+        config=True,
+        help="Folder of the start slots (lock files) shared by this server's runners. Default: '.start-slots' "
+        "beside the job folders. Servers that should share one bound on this machine may name the same folder.",
+    )
+
+    cpus = Float(
+        config=True,
+        help="CPUs of this machine that jobs' `cpus` are held to (a job that would overload it waits). "
+        "Default: the CPU count; 0: not counted.",
+    )
+    memory = Int(
+        config=True,
+        help="MiB of memory of this machine that jobs' `memory` is held to (a job that would overload it waits). "
+        "Default: the physical memory; 0: not counted.",
+    )
+
+    @default("cpus")
+    def _default_cpus(self) -> float:
+        return float(os.cpu_count() or 0)
+
+    @default("memory")
+    def _default_memory(self) -> int:
+        try:
+            return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20)
+        except (AttributeError, ValueError, OSError):  # not POSIX: not counted
+            return 0
+
+    @default("max_concurrent_starts")
+    def _default_max_starts(self) -> int:
+        return default_max_starts()
+
+    @validate("max_concurrent_starts")
+    def _check_max_starts(self, proposal: dict[str, Any]) -> int:
+        if proposal["value"] < 1:
+            raise ValueError("max_concurrent_starts must be >= 1")
+        return int(proposal["value"])
+
+    @validate("kernel_start_timeout")
+    def _check_start_timeout(self, proposal: dict[str, Any]) -> float:
+        if not proposal["value"] > 0:
+            raise ValueError("kernel_start_timeout must be > 0")
+        return float(proposal["value"])
+
     @validate("virtual_gpus")
     def _check_virtual_gpus(self, proposal: dict[str, Any]) -> int:
         if proposal["value"] < 0:
@@ -226,7 +304,8 @@ class LocalBackend(Backend):
 
     def inventory(self) -> list[NodeSpec]:
         count = self._nvml_count()
-        return [NodeSpec(self.node_name, count if count > 0 else self.virtual_gpus, pool="local")]
+        gpus = count if count > 0 else self.virtual_gpus
+        return [NodeSpec(self.node_name, gpus, pool="local", cpus=self.cpus or None, memory=self.memory or None)]
 
     def pools(self) -> list[Pool]:
         kind = self.gpu_type or self._nvml_product() or ("virtual" if self._nvml_count() == 0 else "")
@@ -285,7 +364,14 @@ class LocalBackend(Backend):
                 log.warning("job %s: killed a runner of an earlier attempt before relaunching", req.job_id)
             try:
                 job_dir.mkdir(parents=True, exist_ok=True)
-                for stale in (heartbeat_path, error_path, kernel_pid_path, pid_path, launch_info_path):
+                for stale in (
+                    heartbeat_path,
+                    error_path,
+                    kernel_pid_path,
+                    kernel_ready_path,
+                    pid_path,
+                    launch_info_path,
+                ):
                     stale(job_dir).unlink(missing_ok=True)
                 exit_record_path(job_dir).unlink(missing_ok=True)  # an earlier launch's outcome is not this one's
                 write_atomic(params_path(job_dir), json.dumps(params))
@@ -323,6 +409,14 @@ class LocalBackend(Backend):
                 repr(self.heartbeat_interval),
                 "--max-log-bytes",
                 str(max(self.max_log_bytes, 0)),
+                "--start-slots",
+                self.start_slots_dir or str(job_dir.parent / ".start-slots"),
+                "--max-starts",
+                str(self.max_concurrent_starts),
+                "--kernel-start-timeout",
+                repr(self.kernel_start_timeout),
+                "--kernel-transport",
+                self.kernel_transport.lower(),
             ]
             if req.kernel_name:
                 cmd += ["--kernel", req.kernel_name]
@@ -442,12 +536,13 @@ class LocalBackend(Backend):
                         if run.final is not None:
                             updates.append(run.final)
                     continue
-                if not run.reported_started:
-                    run.reported_started = True
-                    updates.append(BackendUpdate(job_id, "started", run.started_at))
                 rc = run.proc.poll()  # before the heartbeat: a final beat is never missed
-                beat = self._read_heartbeat(run)
-                if beat is not None:
+                if not run.reported_started:  # started = its kernel answered; till then no news but the end
+                    ready = _read_float(kernel_ready_path(run.req.job_dir))
+                    if ready is not None:
+                        run.reported_started = True
+                        updates.append(BackendUpdate(job_id, "started", ready))
+                if run.reported_started and (beat := self._read_heartbeat(run)) is not None:
                     updates.append(beat)
                 if rc is None:
                     if run.deadline is not None and time.monotonic() >= run.deadline:
@@ -457,8 +552,11 @@ class LocalBackend(Backend):
                         self._stop_in_background(run, failed, partial(self._stop, [run]))
                     continue
                 now = time.time()
+                record = read_exit_record(run.req.job_dir)
                 if rc == 0:
                     final = BackendUpdate(job_id, "succeeded", now, "", self._progress(run))
+                elif record is not None and record.status == "not_started" and not run.reported_started:
+                    final = BackendUpdate(job_id, "not_started", now, record.message)
                 else:
                     message = _first_line(error_path(run.req.job_dir)) or _exit_message(rc, run.req.job_dir)
                     final = BackendUpdate(job_id, "failed", now, message, self._progress(run))

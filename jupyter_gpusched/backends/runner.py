@@ -7,18 +7,24 @@ What it leaves in DIR (layout in base.py): `pid` (this process), `kernel_pid` (t
 as soon as it is started), `heartbeat` (every interval and after each cell, with an `activity`
 report for the service's stall watch: the cell running and since when, the kernel's state, the
 last output, the CPU and I/O of the job's processes and its GPUs' use; activity.py), `error.txt`
-(one line, on failure) and, once the notebook has run to its end or failed on its own,
-`exit.json` (exitrecord.py: status, message, time; written durably before the runner exits,
-so a server that was down meanwhile learns the true outcome). The executed notebook is
-written to OUT as cells finish, also when a cell fails (papermill marks the failing cell).
+(one line, on failure), `kernel_ready` (the time its kernel answered kernel_info) and, once
+the notebook has run to its end or failed on its own, `exit.json` (exitrecord.py: status,
+message, time; written durably before the runner exits, so a server that was down meanwhile
+learns the true outcome). The executed notebook is written to OUT as cells finish, also when
+a cell fails (papermill marks the failing cell).
+
+Bringing the kernel up (kernelstart.py): the runner waits for a start slot, then its kernel
+has a load-scaled deadline to answer kernel_info. A kernel that cannot start, dies or never
+completes that handshake is not the notebook's failure: the exit record says "not_started"
+and the service puts the job back in line.
 
 A signal stops the run (kernel first). If every cell had already run, or a cell had failed,
 the run is over all but the clean-up: the signal only cuts that short, and the exit record
 says how the notebook ended. Otherwise the run was interrupted and leaves no exit record.
 
 Exit status: 0 success; 1 a cell raised; 2 any other failure (no such kernel, the kernel
-died ...); 3 the runner's own max_runtime safety net fired; 128+N killed by signal N
-(after stopping the kernel).
+died while running cells ...); 3 the runner's own max_runtime safety net fired; 4 the kernel
+never came up (a launch failure); 128+N killed by signal N (after stopping the kernel).
 """
 
 from __future__ import annotations
@@ -32,12 +38,23 @@ import sys
 import threading
 import time
 import traceback
+import uuid
 from pathlib import Path
 from typing import Any
 
 from .activity import GpuSampler, process_figures
-from .base import error_path, heartbeat_path, kernel_pid_path, log_path, pid_path, validate_parameters, write_atomic
-from .exitrecord import ExitRecord, write_exit_record
+from .base import (
+    error_path,
+    heartbeat_path,
+    kernel_pid_path,
+    kernel_ready_path,
+    log_path,
+    pid_path,
+    validate_parameters,
+    write_atomic,
+)
+from .exitrecord import ExitRecord, ExitStatus, write_exit_record
+from .kernelstart import StartSlot, default_max_starts, kernel_files, pick_transport, start_deadline
 from .local import format_seconds, max_runtime_message
 from .logcap import DEFAULT_MAX_LOG_BYTES, LogPump
 from .processes import TOKEN_ENV, terminate
@@ -46,6 +63,8 @@ EXIT_OK = 0
 EXIT_CELL_ERROR = 1
 EXIT_ERROR = 2
 EXIT_MAX_RUNTIME = 3
+EXIT_NOT_STARTED = 4
+DEFAULT_KERNEL_START_TIMEOUT = 60.0  # seconds for kernel_info to be answered, before the load factor
 KERNEL_STOP_GRACE = 1.5  # seconds between SIGTERM and SIGKILL for the kernel's group
 
 log = logging.getLogger("gpusched.runner")
@@ -84,6 +103,10 @@ class Run:
         self.last_output: float | None = None  # the last stdout/stderr text of the notebook
         self.gpus: GpuSampler | None = None  # NVML for the job's GPUs (inert without it)
         self.beat_cpu = 0.0  # CPU seconds the heartbeat thread has used: sampling is not the job's work
+        # Bringing the kernel up (kernelstart.py): set when it answered kernel_info.
+        self.kernel_up = threading.Event()
+        self.kernel_starting = False  # a start slot is held and the kernel is being launched
+        self.slot: StartSlot | None = None
 
     # --- files ------------------------------------------------------------------------------
     def activity(self, now: float) -> dict[str, Any]:
@@ -131,8 +154,9 @@ class Run:
 
     def record_exit(self, ok: bool, message: str, code: int) -> None:
         """The durable word on how the notebook ended (exitrecord.py); best effort, like every file here."""
+        status: ExitStatus = "succeeded" if ok else "not_started" if code == EXIT_NOT_STARTED else "failed"
         record = ExitRecord(
-            status="succeeded" if ok else "failed",
+            status=status,
             message="" if ok else _one_line(message),
             time=time.time(),
             started=self.started,
@@ -194,8 +218,8 @@ class Run:
         if outcome is None or not outcome[0]:
             self.fail(message if outcome is None else outcome[1], label="stopping")
         self.stop_kernel()
-        if self.connection_file:
-            Path(self.connection_file).unlink(missing_ok=True)
+        for path in kernel_files(self.connection_file or ""):
+            path.unlink(missing_ok=True)
         self.save_partial_output()
         self.beat()
         if outcome is not None:
@@ -217,8 +241,65 @@ class Run:
             if self.deadline is not None and time.monotonic() > self.deadline:
                 self.abort(max_runtime_message(self.max_runtime or 0), EXIT_MAX_RUNTIME, interrupted=False)
 
+    # --- bringing the kernel up (kernelstart.py) --------------------------------------------
+    def take_start_slot(self, args: argparse.Namespace) -> None:
+        """Before papermill is imported: wait for one of the start slots (held until kernel_info is answered)."""
+        if args.start_slots is None:
+            return
+        self.slot = StartSlot(args.start_slots, args.max_starts)
+        waited = self.slot.acquire()
+        if waited >= 1.0:
+            print(f"gpusched-runner: waited {waited:.1f} s for a kernel start slot", flush=True)
+
+    async def begin_kernel_start(self, km: Any, args: argparse.Namespace) -> None:
+        """Before the kernel is launched: choose the transport, arm the deadline."""
+        if self.kernel_starting or self.kernel_up.is_set():
+            return
+        self.kernel_starting = True
+        if not km.connection_file:
+            from jupyter_core.paths import jupyter_runtime_dir
+
+            runtime = Path(jupyter_runtime_dir())
+            runtime.mkdir(parents=True, exist_ok=True)
+            km.connection_file = str(runtime / f"kernel-gpusched-{uuid.uuid4().hex[:12]}.json")
+        km.transport = pick_transport(args.kernel_transport, km.connection_file)
+        if km.transport == "ipc":  # sockets beside the connection file, never in the notebook's folder
+            km.ip = os.path.splitext(km.connection_file)[0] + "-ipc"
+        deadline = start_deadline(args.kernel_start_timeout)
+        threading.Thread(target=self._start_watchdog, args=(deadline,), name="gpusched-start", daemon=True).start()
+
+    def _start_watchdog(self, deadline: float) -> None:
+        """The handshake's deadline, kept off the main thread: it holds even if that thread is stuck (in a send)."""
+        if not self.kernel_up.wait(deadline):
+            self.abort(
+                f"the kernel did not answer kernel_info within {format_seconds(deadline)} s",
+                EXIT_NOT_STARTED,
+                interrupted=False,
+            )
+
+    def kernel_answered(self) -> None:
+        """The kernel replied to kernel_info: the run has started; hand the slot to the next runner."""
+        if self.kernel_up.is_set():
+            return
+        self.kernel_up.set()
+        if self.slot is not None:
+            self.slot.release()
+        try:
+            write_atomic(kernel_ready_path(self.job_dir), f"{time.time()!r}\n")
+        except OSError as exc:
+            print(f"gpusched-runner: cannot write kernel_ready: {exc}", file=sys.stderr)
+
+    def start_failed(self, exc: BaseException) -> bool:
+        """Did `exc` end the run while the kernel was coming up (a launch failure, not the notebook's)?
+        A kernel that does not exist or cannot be executed will never start: that stays a failure."""
+        from jupyter_client.kernelspec import NoSuchKernel
+
+        permanent = (NoSuchKernel, FileNotFoundError, PermissionError)
+        return self.kernel_starting and not self.kernel_up.is_set() and not isinstance(exc, permanent)
+
     # --- nbclient hooks (called on the main thread) -------------------------------------------
     def on_notebook_start(self, notebook: Any = None, **_: Any) -> None:
+        self.kernel_answered()  # nbclient calls this right after the kernel answered kernel_info
         if notebook is not None:
             self.nb = notebook
             self.cells_total = count_code_cells(notebook)
@@ -288,8 +369,9 @@ def is_injected(cell: Any) -> bool:
     return "injected-parameters" in cell.get("metadata", {}).get("tags", [])
 
 
-def _kernel_manager_class(run: Run) -> type:
-    """An AsyncKernelManager that reports its kernel's pid the moment the process exists."""
+def _kernel_manager_class(run: Run, args: argparse.Namespace) -> type:
+    """An AsyncKernelManager that waits for a start slot and reports its kernel's pid the moment the process
+    exists."""
     from jupyter_client.manager import AsyncKernelManager
 
     class RecordingKernelManager(AsyncKernelManager):
@@ -303,6 +385,7 @@ def _kernel_manager_class(run: Run) -> type:
 
         # (jupyter_client types start_kernel as KernelManager's sync one; AsyncKernelManager's is async)
         async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]  # public fallback if the above is renamed
+            await run.begin_kernel_start(self, args)
             await super().start_kernel(**kw)
             self._record()
 
@@ -329,6 +412,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--max-log-bytes", type=int, default=DEFAULT_MAX_LOG_BYTES, help="cap of log.txt (its head is dropped); 0: none"
     )
+    p.add_argument("--start-slots", type=Path, default=None, help="folder of the start slots runners share")
+    p.add_argument("--max-starts", type=int, default=default_max_starts(), help="kernels brought up at once")
+    p.add_argument(
+        "--kernel-start-timeout",
+        type=float,
+        default=DEFAULT_KERNEL_START_TIMEOUT,
+        help="seconds for the kernel to answer kernel_info, times the load per CPU (1 to 4)",
+    )
+    p.add_argument("--kernel-transport", choices=("ipc", "tcp"), default="ipc", help="ipc where it works, else tcp")
     return p.parse_args(argv)
 
 
@@ -362,6 +454,7 @@ def _run(run: Run, args: argparse.Namespace) -> int:
         + (f", max_runtime safety net {format_seconds(args.max_runtime)} s" if args.max_runtime else ""),
         flush=True,
     )
+    run.take_start_slot(args)
     try:
         import nbformat
         import papermill
@@ -375,7 +468,7 @@ def _run(run: Run, args: argparse.Namespace) -> int:
         parameters = validate_parameters(json.loads(args.params.read_text(encoding="utf-8")) if args.params else {})
         nb = nbformat.read(str(args.notebook), as_version=4)
         kernel = resolve_kernel(nb, args.kernel)
-        run.cells_total = count_code_cells(nb) + (1 if parameters else 0)  # refined when the kernel is up
+        run.cells_total = count_code_cells(nb)  # the notebook's own cells (papermill's parameters cell is not one)
         run.beat()
         papermill.execute_notebook(
             str(args.notebook),
@@ -386,7 +479,9 @@ def _run(run: Run, args: argparse.Namespace) -> int:
             log_output=True,
             progress_bar=False,
             # nbclient options, passed through papermill's engine:
-            kernel_manager_class=_kernel_manager_class(run),
+            # the watchdog (begin_kernel_start) holds the real, load-scaled deadline; this is a backstop
+            start_timeout=int(args.kernel_start_timeout * 10),
+            kernel_manager_class=_kernel_manager_class(run, args),
             stdout_file=OutputClock(run),
             stderr_file=OutputClock(run),
             on_notebook_start=run.on_notebook_start,
@@ -401,11 +496,14 @@ def _run(run: Run, args: argparse.Namespace) -> int:
     except Exception as exc:
         traceback.print_exc()
         text = _one_line(str(exc))
-        run.fail(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
-        code = EXIT_ERROR
+        code = EXIT_NOT_STARTED if run.start_failed(exc) else EXIT_ERROR
+        what = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        run.fail(f"the kernel did not start: {what}" if code == EXIT_NOT_STARTED else what)
     else:
         code = EXIT_OK
     run.exiting = True  # the outcome is known: a signal from here on only cuts the clean-up short
+    if run.slot is not None:
+        run.slot.release()
     run.stop.set()
     run.record_exit(code == EXIT_OK, run.failure, code)
     # nbclient shut the kernel down; stop anything the notebook left behind in its group.

@@ -117,6 +117,10 @@ class JobSpec:
     # simulator may pass the trace's duration only to oracle policies.
     est_runtime: float | None = None
     checkpoint_interval: float | None = None  # seconds between checkpoints, if it checkpoints
+    # On each node it runs on, beside its GPUs (0: not counted). Only nodes that report their CPUs
+    # and memory (NodeSpec) hold a job to them; the local backend does.
+    cpus: float = 0.0
+    memory: int = 0  # MiB
 
     @property
     def runtime_estimate(self) -> float | None:
@@ -239,6 +243,8 @@ class NodeSpec:
     name: str
     gpus: int
     pool: str = "default"
+    cpus: float | None = None  # None: not counted (jobs' `cpus` are not held to it)
+    memory: int | None = None  # MiB; None: not counted
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,10 @@ A job's GPUs go on one node (best fit: the node with the fewest free GPUs that s
 holds it, so large holes stay open for large jobs). A job larger than any node takes
 whole free nodes plus a best-fit remainder. Nodes are kept in buckets by free-GPU
 count per pool, so finding a node costs O(GPUs per node), not O(nodes).
+
+A node that reports its CPUs and memory (NodeSpec.cpus / .memory) also holds a job to
+them: a job asking `cpus` / `memory` (MiB, per node it runs on) goes only where they are
+free, and waits otherwise. A node that does not report them never refuses a job for them.
 """
 
 from __future__ import annotations
@@ -11,6 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .model import Allocation, NodeSpec, Pool
+
+
+def _counted(amount: float | None) -> float:
+    return float("inf") if amount is None else float(amount)
 
 
 class UnknownNode(KeyError):
@@ -28,6 +36,8 @@ class Cluster:
         # pool -> list indexed by free count -> ordered set (dict) of node names
         self._buckets: dict[str, list[dict[str, None]]] = {}
         self._caps: dict[str, dict[int, int]] = {}  # pool -> node capacity -> how many nodes
+        self._spare: dict[str, list[float]] = {}  # node -> [free CPUs, free MiB] (inf: not counted)
+        self._size: dict[str, tuple[float, float]] = {}  # node -> (CPUs, MiB) (inf: not counted)
         self.total_gpus = 0
         self.free_gpus = 0
         for node in nodes:
@@ -46,6 +56,8 @@ class Cluster:
         self._free[node.name] = list(range(node.gpus))
         self._busy[node.name] = set()
         self._fenced[node.name] = set()
+        self._size[node.name] = (_counted(node.cpus), _counted(node.memory))
+        self._spare[node.name] = list(self._size[node.name])
         buckets = self._buckets.setdefault(node.pool, [])
         while len(buckets) <= node.gpus:
             buckets.append({})
@@ -68,7 +80,7 @@ class Cluster:
             del caps[self._capacity[name]]
         self.total_gpus -= self._capacity[name]
         self.free_gpus -= free
-        for table in (self._capacity, self._pool_of, self._free, self._busy, self._fenced):
+        for table in (self._capacity, self._pool_of, self._free, self._busy, self._fenced, self._spare, self._size):
             del table[name]
 
     def _require(self, name: str) -> None:
@@ -117,11 +129,35 @@ class Cluster:
         total = self.total_gpus if pools is None else sum(self.pool_gpus(p) for p in set(pools))
         return 0 < gpus <= total
 
+    def cpus_memory_problem(self, cpus: float, memory: int) -> tuple[str, str] | None:
+        """(field, sentence) if `cpus` / `memory` are not a valid ask or fit on no node even when it is empty."""
+        if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not 0 <= cpus < float("inf"):
+            return "cpus", "cpus must be a number of CPUs, 0 or more"
+        if isinstance(memory, bool) or not isinstance(memory, int) or memory < 0:
+            return "memory", "memory must be a whole number of MiB, 0 or more"
+        most_cpus = max((size[0] for size in self._size.values()), default=0.0)
+        most_memory = max((size[1] for size in self._size.values()), default=0.0)
+        if cpus > most_cpus:
+            return "cpus", f"{cpus:g} CPUs requested but no node has more than {most_cpus:g}"
+        if memory > most_memory:
+            return "memory", f"{memory} MiB of memory requested but no node has more than {most_memory:.0f}"
+        return None
+
+    def room_for(self, name: str, cpus: float = 0.0, memory: int = 0) -> bool:
+        """Has node `name` `cpus` CPUs and `memory` MiB free (beside its GPUs)?"""
+        spare = self._spare[name]
+        return cpus <= spare[0] and memory <= spare[1]
+
     # --- finding room ----------------------------------------------------------------
     def best_fit(
-        self, gpus: int, pools: Iterable[str] | None = None, exclude: frozenset[str] | set[str] = frozenset()
+        self,
+        gpus: int,
+        pools: Iterable[str] | None = None,
+        exclude: frozenset[str] | set[str] = frozenset(),
+        cpus: float = 0.0,
+        memory: int = 0,
     ) -> str | None:
-        """The node with the fewest free GPUs that still holds `gpus`, or None."""
+        """The node with the fewest free GPUs that still holds `gpus` (and `cpus`, `memory`), or None."""
         best: str | None = None
         best_free = 1 << 30
         for pool in self._buckets if pools is None else pools:
@@ -130,7 +166,7 @@ class Cluster:
                 continue
             for free in range(gpus, min(len(buckets), best_free)):
                 for name in buckets[free]:
-                    if name not in exclude:
+                    if name not in exclude and self.room_for(name, cpus, memory):
                         best, best_free = name, free
                         break
                 if best_free == free:
@@ -138,13 +174,19 @@ class Cluster:
         return best
 
     def place(
-        self, gpus: int, pools: Iterable[str] | None = None, exclude: frozenset[str] | set[str] = frozenset()
+        self,
+        gpus: int,
+        pools: Iterable[str] | None = None,
+        exclude: frozenset[str] | set[str] = frozenset(),
+        cpus: float = 0.0,
+        memory: int = 0,
     ) -> Allocation | None:
-        """Where `gpus` GPUs would go now, or None. Does not take them (see `take`)."""
+        """Where `gpus` GPUs would go now (on nodes with `cpus` CPUs and `memory` MiB free), or None.
+        Does not take them (see `take`)."""
         if gpus <= 0 or gpus > self.free_gpus:
             return None
         pool_list = list(self._buckets) if pools is None else list(pools)
-        node = self.best_fit(gpus, pool_list, exclude)
+        node = self.best_fit(gpus, pool_list, exclude, cpus, memory)
         if node is not None:
             return ((node, tuple(self._free[node][:gpus])),)
         # (the buckets list only grows, so ask the live capacities, not its length)
@@ -158,7 +200,7 @@ class Cluster:
             buckets = self._buckets.get(pool) or []
             for free in range(len(buckets) - 1, 0, -1):
                 for name in buckets[free]:
-                    if name not in exclude and free == self._capacity[name]:
+                    if name not in exclude and free == self._capacity[name] and self.room_for(name, cpus, memory):
                         candidates.append((-free, name))
         candidates.sort()
         for neg_free, name in candidates:
@@ -168,7 +210,7 @@ class Cluster:
                 whole.append(name)
                 remaining += neg_free
         if remaining > 0:
-            tail = self.best_fit(remaining, pool_list, set(exclude) | set(whole))
+            tail = self.best_fit(remaining, pool_list, set(exclude) | set(whole), cpus, memory)
             if tail is None:
                 return None
             whole.append(tail)
@@ -188,13 +230,17 @@ class Cluster:
         del buckets[old_free][name]
         buckets[len(self._free[name])][name] = None
 
-    def take(self, allocation: Allocation) -> None:
+    def take(self, allocation: Allocation, cpus: float = 0.0, memory: int = 0) -> None:
+        """Take the GPUs of `allocation`, and `cpus` CPUs and `memory` MiB on each of its nodes. The CPUs and
+        memory are not checked (a job restored after a restart keeps its place even if they no longer fit)."""
         for name, ids in allocation:  # check every node first: a refused take changes nothing
             self._require(name)
             missing = set(ids) - set(self._free[name])
             if missing:
                 raise ValueError(f"GPUs {sorted(missing)} on {name!r} are not free")
         for name, ids in allocation:
+            self._spare[name][0] -= cpus
+            self._spare[name][1] -= memory
             free = self._free[name]
             old = len(free)
             wanted = set(ids)
@@ -203,10 +249,12 @@ class Cluster:
             self.free_gpus -= old - len(self._free[name])
             self._move(name, old)
 
-    def release(self, allocation: Allocation) -> None:
+    def release(self, allocation: Allocation, cpus: float = 0.0, memory: int = 0) -> None:
         for name, ids in allocation:
             if name not in self._capacity:
                 continue  # the node is gone already (spot reclaim)
+            self._spare[name][0] += cpus
+            self._spare[name][1] += memory
             old = len(self._free[name])
             busy = self._busy[name]
             back = [g for g in ids if g in busy]

@@ -92,6 +92,8 @@ class Scheduler:
             raise SpecError("gpu_type", f"no pool offers GPU type {spec.gpu_type!r}")
         # A job is placed within one pool group (spot or on-demand), never across both; an
         # elastic pool counts at the size the policy may grow it to.
+        if (problem := self.cluster.cpus_memory_problem(spec.cpus, spec.memory)) is not None:
+            raise SpecError(*problem)
         most = max(sum(self.policy.max_pool_gpus(self, p) for p in group) for group in groups)
         if spec.gpus > most:
             raise SpecError("gpus", f"{spec.gpus} GPUs requested but the cluster has {most:g} that this job may use")
@@ -280,7 +282,7 @@ class Scheduler:
 
     def place(self, job: Job, exclude: frozenset[str] | set[str] = frozenset()) -> Allocation | None:
         for pools in self.pool_choices(job.spec):
-            alloc = self.cluster.place(job.gpus, pools, exclude)
+            alloc = self.cluster.place(job.gpus, pools, exclude, job.spec.cpus, job.spec.memory)
             if alloc is not None:
                 return alloc
         return None
@@ -350,7 +352,7 @@ class Scheduler:
         self.events.append(transition(job, dst, now, reason, actor))
 
     def _hold(self, job: Job, allocation: Allocation, borrowed: bool) -> None:
-        self.cluster.take(allocation)
+        self.cluster.take(allocation, job.spec.cpus, job.spec.memory)
         job.allocation = allocation
         job.borrowed = borrowed
         self.ledger.charge(job.tenant, job.gpus, borrowed)
@@ -366,7 +368,7 @@ class Scheduler:
         start = job.started_at if job.state is JobState.RUNNING else None
         if start is not None:
             job.attained_gpu_s += max(0.0, now - start) * job.gpus
-        self.cluster.release(job.allocation)
+        self.cluster.release(job.allocation, job.spec.cpus, job.spec.memory)
         self.ledger.refund(job.tenant, job.gpus, job.borrowed)
         for node, _ in job.allocation:
             self.on_node.get(node, set()).discard(job.id)

@@ -19,6 +19,8 @@ MAX_RETRIES_LIMIT = 10
 MAX_RUNTIME_LIMIT = 365 * 24 * 3600  # seconds: one year (a larger one would overflow the API's times)
 MAX_TENANT_CHARS = 255  # the job store's column widths
 MAX_GPU_TYPE_CHARS = 64
+MAX_CPUS = 4096  # a job's cpus ask, per node
+MAX_MEMORY_MIB = 64 * 2**20  # a job's memory ask per node: 64 TiB
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ SUBMIT_SPEC: tuple[SpecField, ...] = (
     ),
     SpecField("gpu_type", str, None, help="only on GPUs of this type (a pool's gpu_type)", nullable=True),
     SpecField("stall_timeout", float, None, help="seconds without progress before it counts as stalled", nullable=True),
+    SpecField("cpus", float, 0.0, help="CPUs to reserve on its node (default: 0, not counted)"),
+    SpecField("memory", int, 0, help="MiB of memory to reserve on its node (default: 0, not counted)"),
 )
 SUBMIT_FIELDS: frozenset[str] = frozenset(f.name for f in SUBMIT_SPEC)
 FIELDS_BY_NAME: dict[str, SpecField] = {f.name: f for f in SUBMIT_SPEC}

@@ -19,7 +19,7 @@ import nbformat
 
 from ..core.parameters import ParametersTooLarge, check_parameters
 from ..core.scheduler import SpecError
-from ..core.spec_fields import MAX_GPU_TYPE_CHARS, MAX_RUNTIME_LIMIT, MAX_TENANT_CHARS
+from ..core.spec_fields import MAX_CPUS, MAX_GPU_TYPE_CHARS, MAX_MEMORY_MIB, MAX_RUNTIME_LIMIT, MAX_TENANT_CHARS
 
 
 class ApiError(Exception):
@@ -47,6 +47,8 @@ SUBMIT_FIELDS = {
     "max_retries",
     "gpu_type",
     "stall_timeout",
+    "cpus",
+    "memory",
 }
 MAX_RETRIES_LIMIT = 10
 MAX_SUBMIT_BYTES = 1024 * 1024  # a submit body; its parameters may be 64 KiB (core/parameters.py)
@@ -160,7 +162,18 @@ def parse_submit(body: dict[str, Any]) -> dict[str, Any]:
         "max_retries": _int(body, "max_retries", 2, 0, MAX_RETRIES_LIMIT),
         "gpu_type": _optional_str(body, "gpu_type", MAX_GPU_TYPE_CHARS),
         "stall_timeout": _seconds(body, "stall_timeout"),
+        "cpus": _cpus(body),
+        "memory": _int(body, "memory", 0, 0, MAX_MEMORY_MIB),
     }
+
+
+def _cpus(body: dict[str, Any]) -> float:
+    value = body.get("cpus", 0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _wrong_type("cpus", "a number of CPUs", value)
+    if not 0 <= value <= MAX_CPUS:
+        raise ApiError(400, "invalid_value", f"cpus must be a number from 0 to {MAX_CPUS}", "cpus")
+    return float(value)
 
 
 def _seconds(body: dict[str, Any], name: str) -> float | None:

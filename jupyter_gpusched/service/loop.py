@@ -13,6 +13,8 @@ notebook's: the job keeps its GPUs for a pause (`launch_backoff`, doubling), the
 line (`Scheduler.not_started`); after `launch_retries` such retries in a row it fails. These
 retries are counted apart from `max_retries` (re-runs after a job was lost to infrastructure
 while it ran). A `LaunchRefused` (the job can never start as it stands) fails it at once.
+A launch that failed later, before the notebook ran (the backend's `not_started` news: its
+kernel could not start, died or never answered kernel_info), takes the same path.
 
 One scheduler per store: a service that cannot claim its store waits as a standby (recovery.py).
 """
@@ -324,6 +326,8 @@ class Service(ServiceViews):
         info.heartbeat_at = u.time
         if u.progress is not None:
             info.progress = list(u.progress)
+        if u.kind in ("started", "heartbeat", "succeeded", "failed"):
+            info.launch_failures = 0  # it started: failed launches "in a row" count from here
         if u.kind == "started" and job.state is JobState.ADMITTED:
             s.started(job.id, u.time)
         elif u.kind == "heartbeat" and job.state is JobState.ADMITTED:
@@ -335,6 +339,9 @@ class Service(ServiceViews):
                 s.started(job.id, u.time)
             info.message = u.message
             s.finished(job.id, u.time, ok=u.kind == "succeeded", reason=u.message)
+        elif u.kind == "not_started":  # its kernel never came up: a failed launch, not the notebook's failure
+            if job.state is JobState.ADMITTED:
+                self._launch_failed(job, info, u.time, BackendError(u.message or "the kernel did not start"))
         elif u.kind == "preempted":  # stopped through no fault of its own: back in line, no retry used
             gpus = _gpus(job)
             s.preempt(job.id, u.time, u.message or "preempted by the backend")
@@ -425,8 +432,6 @@ class Service(ServiceViews):
             self.scheduler.finished(job.id, now, ok=False, reason=info.message)
         except (BackendError, OSError) as exc:
             self._launch_failed(job, info, now, exc)
-        else:
-            info.launch_failures = 0
 
     def _launch_failed(self, job: Job, info: JobInfo, now: float, exc: Exception) -> None:
         """The backend could not start the job: back in line after a pause, or failed after too many tries."""
@@ -492,6 +497,8 @@ class Service(ServiceViews):
         max_retries: int = 2,
         gpu_type: str | None = None,
         stall_timeout: float | None = None,
+        cpus: float = 0.0,
+        memory: int = 0,
     ) -> Job:
         """Validate, queue and durably record a job. Raises SpecError on bad input."""
         self.require_owner()
@@ -511,6 +518,8 @@ class Service(ServiceViews):
             max_retries=max_retries,
             gpu_type=gpu_type,
             est_runtime=None,
+            cpus=cpus,
+            memory=memory,
         )
         self.scheduler.validate(spec)
         try:  # e.g. the Kubernetes API server's own validation (a dry run), so its message reaches the user

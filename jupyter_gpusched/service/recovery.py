@@ -11,7 +11,8 @@ and that the backend did not adopt, is put back in the state its run really reac
 1. whatever the previous server left running for it is killed (`Backend.reap_orphan`); a runner
    whose cells had all run records its outcome as it stops (runner.py);
 2. its runner's exit record (backends/exitrecord.py) -> the run finished while the server was
-   down: SUCCEEDED or FAILED with the notebook's own message, never run again;
+   down: SUCCEEDED or FAILED with the notebook's own message, never run again; or its kernel never
+   came up ("not_started"): back in line, no retry used;
 3. no launch of this admission in its folder -> it never started: back in line, no retry used;
 4. otherwise its run was interrupted: lost, and requeued or failed by `max_retries`.
 """
@@ -54,6 +55,11 @@ def settle(scheduler: Scheduler, backend: Backend, job: Job, info: JobInfo, job_
     if backend.reap_orphan(job_dir):
         log.warning("killed the runner of job %s left from before the restart", job.id)
     record = read_exit_record(job_dir)
+    if record is not None and record.status == "not_started" and job.state is JobState.ADMITTED:
+        _restore_without_gpus(scheduler, job)
+        scheduler.not_started(job.id, now, f"could not start: {record.message}")
+        info.message = f"could not start: {record.message}"
+        return NOT_STARTED
     if record is not None:
         _restore_without_gpus(scheduler, job)
         started = max(record.started or record.time, job.admitted_at or 0.0)

@@ -24,7 +24,9 @@ from sqlalchemy import (
     create_engine,
     event,
     func,
+    inspect,
     select,
+    text,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
@@ -55,6 +57,8 @@ class JobRow(Base):
     max_retries: Mapped[int] = mapped_column(Integer, default=2)
     gpu_type: Mapped[str | None] = mapped_column(String(64), nullable=True)
     checkpoint_interval: Mapped[float | None] = mapped_column(Float, nullable=True)
+    cpus: Mapped[float | None] = mapped_column(Float, nullable=True)  # (added later: null in older stores)
+    memory: Mapped[int | None] = mapped_column(Integer, nullable=True)
     state: Mapped[str] = mapped_column(String(16), index=True)
     reason: Mapped[str] = mapped_column(Text, default="")
     submitted_at: Mapped[float] = mapped_column(Float)
@@ -135,6 +139,8 @@ def _job_values(job: Job, info: Mapping[str, Any] | None) -> dict[str, Any]:
         max_retries=s.max_retries,
         gpu_type=s.gpu_type,
         checkpoint_interval=s.checkpoint_interval,
+        cpus=s.cpus,
+        memory=s.memory,
         state=job.state.value,
         reason=job.reason,
         submitted_at=job.submitted_at,
@@ -168,6 +174,8 @@ def _job_from_row(row: JobRow) -> Job:
         max_retries=row.max_retries,
         gpu_type=row.gpu_type,
         checkpoint_interval=row.checkpoint_interval,
+        cpus=row.cpus or 0.0,
+        memory=row.memory or 0,
     )
     return Job(
         id=row.id,
@@ -190,6 +198,17 @@ def _job_from_row(row: JobRow) -> Job:
     )
 
 
+def _add_new_columns(engine: Any) -> None:
+    """A store made by an earlier version lacks the nullable columns added since (create_all adds none to an
+    existing table): add them, empty."""
+    have = {c["name"] for c in inspect(engine).get_columns("jobs")}
+    missing = [c for c in JobRow.__table__.columns if c.name not in have and c.nullable]
+    with engine.begin() as conn:
+        for column in missing:
+            kind = column.type.compile(dialect=engine.dialect)
+            conn.execute(text(f'ALTER TABLE jobs ADD COLUMN "{column.name}" {kind}'))
+
+
 class Store:
     """The one repository: every read and write of persistent state goes through here."""
 
@@ -204,6 +223,7 @@ class Store:
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         Base.metadata.create_all(self.engine)
+        _add_new_columns(self.engine)
         with Session(self.engine) as db, db.begin():
             if db.get(MetaRow, "schema_version") is None:
                 db.add(MetaRow(key="schema_version", value=str(SCHEMA_VERSION)))
