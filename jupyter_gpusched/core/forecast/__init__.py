@@ -38,13 +38,23 @@ re-exported here: `from jupyter_gpusched.core import forecast as fc; fc.backtest
 
 from __future__ import annotations
 
-from .backtest import BacktestResult, ModelSkill, backtest, band_scale, mase, smape
+from .backtest import BacktestResult, ModelSkill, backtest, band_scale, mase, smape, spread_origins
 from .models import BASELINES, DEFAULT_INTERVAL, MODELS, Fitted
 from .report import forecast_report, skill_summary
-from .select import MIN_PROPHET_S, MIN_WEEKLY_S, Forecast, choose_model, fit, fit_model, forecast
+from .fitting import MIN_PROPHET_S, MIN_WEEKLY_S, fit
+from .select import Forecast, choose_model, fit_model, forecast
+from .selection import AUTO, CANDIDATES, ENSEMBLE, SelectedModel, Selection, evaluate, select
 from .series import DAY, DEFAULT_STEP_S, WEEK, Series, regularize, season_steps
 
 __all__ = [
+    "AUTO",
+    "CANDIDATES",
+    "ENSEMBLE",
+    "SelectedModel",
+    "Selection",
+    "evaluate",
+    "select",
+    "spread_origins",
     "BASELINES",
     "DAY",
     "DEFAULT_INTERVAL",

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from .models import DEFAULT_INTERVAL, MODELS, Fitted, LastValueModel, MeanModel, SeasonalNaiveModel
-from .prophet import ProphetModel
-from .series import DAY, WEEK, Series, season_steps
+from .fitting import MIN_PROPHET_S, MIN_WEEKLY_S, fit, fit_with_fallback
+from .models import DEFAULT_INTERVAL, MODELS, Fitted
+from .series import DAY, Series
 
 __all__ = [
     "MIN_PROPHET_S",
@@ -24,24 +24,6 @@ __all__ = [
     "forecast_with_fit",
 ]
 
-MIN_PROPHET_S = 2 * DAY  # Prophet's daily seasonality needs two cycles
-MIN_WEEKLY_S = 2 * WEEK  # weekly seasonality needs two weeks
-
-
-def fit(model: str, series: Series, lo: int = 0, hi: int | None = None) -> Fitted:
-    """Fit `model` on `series.values[lo:hi]`. Raises ImportError when Prophet is missing."""
-    hi = len(series) if hi is None else hi
-    m = season_steps(series.step_s)
-    if model in ("prophet-ar", "prophet"):
-        span = (hi - lo) * series.step_s
-        return ProphetModel(series, lo, hi, m, anchor=model == "prophet-ar", weekly=span >= MIN_WEEKLY_S)
-    cls = {"seasonal-naive": SeasonalNaiveModel, "last-value": LastValueModel, "mean": MeanModel}.get(model)
-    if cls is None:
-        raise ValueError(f"unknown model {model!r}; use one of {', '.join(MODELS)}")
-    t0 = time.perf_counter()
-    out = cls(series, lo, hi, m)
-    out.fit_s = time.perf_counter() - t0
-    return out
 
 
 def _hours(seconds: float) -> str:
@@ -140,25 +122,3 @@ def fit_model(series: Series, wanted: str = "auto") -> tuple[Fitted | None, str]
     if name is None:
         return None, note
     return fit_with_fallback(name, note, series)
-
-
-def fit_with_fallback(
-    name: str, note: str, series: Series, lo: int = 0, hi: int | None = None, cache: dict | None = None
-) -> tuple[Fitted, str]:
-    """`fit` `name` on `series.values[lo:hi]`, falling back to a baseline (and saying why in
-    the note) when Prophet is missing or fails. Prophet fits are shared through `cache`."""
-    hi = len(series) if hi is None else hi
-    key = ("prophet", lo, hi)
-    if cache is not None and name in ("prophet", "prophet-ar") and key in cache:
-        return cache[key].variant(name == "prophet-ar"), note
-    try:
-        fitted = fit(name, series, lo, hi)
-        if cache is not None and isinstance(fitted, ProphetModel):
-            cache[key] = fitted
-        return fitted, note
-    except ImportError:
-        why = "Prophet is not installed (pip install prophet)"
-    except Exception as exc:  # Stan failures and the like: never fail the forecast
-        why = f"Prophet failed ({type(exc).__name__}: {exc})"
-    fallback = "seasonal-naive" if (hi - lo) * series.step_s >= DAY else "mean"
-    return fit(fallback, series, lo, hi), f"{why}: falling back to {fallback}"
