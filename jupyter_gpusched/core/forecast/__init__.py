@@ -39,9 +39,9 @@ re-exported here: `from jupyter_gpusched.core import forecast as fc; fc.backtest
 from __future__ import annotations
 
 from .backtest import BacktestResult, ModelSkill, backtest, band_scale, mase, smape, spread_origins
+from .fitting import MIN_PROPHET_S, MIN_WEEKLY_S, fit
 from .models import BASELINES, DEFAULT_INTERVAL, MODELS, Fitted
 from .report import forecast_report, skill_summary
-from .fitting import MIN_PROPHET_S, MIN_WEEKLY_S, fit
 from .select import Forecast, choose_model, fit_model, forecast
 from .selection import AUTO, CANDIDATES, ENSEMBLE, SelectedModel, Selection, evaluate, select
 from .series import DAY, DEFAULT_STEP_S, WEEK, Series, regularize, season_steps

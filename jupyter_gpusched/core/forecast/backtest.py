@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .models import DEFAULT_INTERVAL, Fitted
 from .fitting import fit_with_fallback
+from .models import DEFAULT_INTERVAL, Fitted
 from .series import WEEK, Series, season_steps
 
 __all__ = [
@@ -170,6 +170,7 @@ def backtest(
     calibrate: bool = True,
     keep: bool = False,
     fitter: Fitter | None = None,
+    scale_lo: int | None = None,
 ) -> BacktestResult:
     """Rolling-origin evaluation: at each origin o, every model forecasts buckets
     [o, o + horizon) from the values before o, and is scored against what happened.
@@ -180,8 +181,9 @@ def backtest(
     fitted on the `train` steps before its fit point (None: all before it) and refitted every
     `refit_every` steps (default: every origin); an origin between refits uses the latest fit
     at or before it, with the data up to the origin (as a cached live forecaster would).
-    MASE is scaled per origin by the in-sample seasonal-naive MAE (lag one day) of the
-    training window, then averaged over origins; sMAPE likewise. ``prophet`` and
+    MASE: each origin's mean absolute error over one scale, the in-sample seasonal-naive MAE
+    (lag one day) of the series (from `scale_lo`) up to the last origin; the model's MASE is the
+    mean over origins, and the median and worst origin show the spread. sMAPE per origin, averaged. ``prophet`` and
     ``prophet-ar`` share their Prophet fits (and share them across calls given `fits_cache`).
     `fitter` fits a model by name (default `fit_with_fallback`); the selection passes one that
     also knows ``auto``, the served model.
@@ -210,8 +212,10 @@ def backtest(
     first = origins[0]
     cache = {} if fits_cache is None else fits_cache
     fit_one = fitter or (lambda name, s, lo, hi, c: fit_with_fallback(name, "", s, lo, hi, c))
-    windows = [y[(0 if train is None else max(0, o - train)) : o] for o in origins]
-    scales = np.array([mase_scale(w, season) for w in windows])
+    # one MASE scale for the whole backtest: the in-sample seasonal-naive MAE of the series up to
+    # the last origin (from `scale_lo`). A scale per origin from its own window made a quiet
+    # window's tiny scale outweigh every other origin (a perfect 0 or a MASE in the hundreds).
+    scales = np.full(len(origins), mase_scale(y[(scale_lo or 0) : origins[-1]], season))
     if keep:
         res.actual = np.stack([y[o : o + horizon] for o in origins])
         res.scales = scales
@@ -231,10 +235,10 @@ def backtest(
                 fits[f] = fitted
                 fit_times.append(fitted.fit_s)
             fitted = fits[f]
-            known = [sc for ready, sc in scored if ready <= o]
-            scale = band_scale(np.concatenate(known), interval) if (calibrate and known) else 1.0
+            known = [sc for ready, sc in scored if ready <= o] if calibrate else []
+            scale = band_scale(np.concatenate(known), interval) if known else 1.0
             p, lower, upper = fitted.predict(y[:o], horizon, interval, scale)
-            _, raw_lower, raw_upper = fitted.predict(y[:o], horizon, interval)
+            raw_lower, raw_upper = (lower, upper) if scale == 1.0 else fitted.predict(y[:o], horizon, interval)[1:]
             actual = y[o : o + horizon]
             m_mase.append(_scaled_mae(actual, p, scales[len(m_mase)]))
             if keep:
@@ -244,7 +248,8 @@ def backtest(
             covered += _inside(actual[ok], lower[ok], upper[ok])
             raw_covered += _inside(actual[ok], raw_lower[ok], raw_upper[ok])
             total += int(ok.sum())
-            scored.append((o + horizon, fitted.band_scores(p, actual, interval)))
+            if calibrate:
+                scored.append((o + horizon, fitted.band_scores(p, actual, interval)))
         all_scores = np.concatenate([sc for _, sc in scored]) if scored else np.zeros(0)
         if keep:
             res.points[name] = np.stack(kept)

@@ -177,12 +177,12 @@ class SeasonalNaiveModel(Fitted):
     def point(self, history, horizon):
         n, m = len(history), self.season
         last, _ = last_valid(history)
-        out = np.empty(horizon)
-        for k in range(horizon):
-            i = n + k - m * (1 + k // m)  # the same time of day in the last observed day
-            v = history[i] if 0 <= i < n else math.nan
-            out[k] = last if math.isnan(v) else v
-        return np.nan_to_num(out, nan=0.0)
+        k = np.arange(horizon)
+        i = n + k - m * (1 + k // m)  # the same time of day in the last observed day
+        inside = (i >= 0) & (i < n)
+        out = np.full(horizon, math.nan)
+        out[inside] = history[i[inside]]
+        return np.nan_to_num(np.where(np.isnan(out), last, out), nan=0.0)
 
     def errors(self, horizon):
         m = self.season

@@ -4,8 +4,8 @@
 (`SELECT_SPAN_S`; one origin an hour, each candidate fitted once on what came before the
 first origin and run forward over the data up to each origin), adds the median of the best
 `ENSEMBLE_SIZE` candidates, and picks the lowest mean MASE; a challenger replaces the
-default (`DEFAULT_MODEL`, the latest demand held) only when it beats it by `SELECT_MARGIN`,
-because a few days of origins rank close models by chance. `SelectedModel` is the served
+default (`DEFAULT_MODEL`, the latest demand held) only when it beats it by `SELECT_MARGIN` on
+average and at two origins in three, because a few days of origins rank close models by chance. `SelectedModel` is the served
 forecast: the chosen model (or ensemble) refitted on the whole window, with a band of the
 empirical quantiles of its own backtest errors at each lead time (split conformal), so the
 band belongs to whichever model is selected. Nothing after the window is read.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,7 @@ __all__ = [
     "SelectedModel",
     "Selection",
     "evaluate",
+    "fit_selected",
     "select",
 ]
 
@@ -53,7 +54,9 @@ ENSEMBLE_SIZE = 3
 SELECT_SPAN_S = 6 * DAY  # the selection backtests on the last 6 days of the training window
 SELECT_EVERY_S = 3600.0  # one selection origin an hour
 MIN_FIT_S = 6 * 3600.0  # the non-seasonal candidates need 6 hours before the first selection origin
-MIN_WINDOWS = 6  # challengers only when the origins span 6 horizons (long horizons: a longer span)
+MIN_FIT_STEPS = 24  # and 24 buckets (a month of daily buckets is not fitted on 6 hours)
+MIN_WINDOWS = 6  # the origins span at least 6 horizons (a long horizon: a longer span)
+SELECT_CONSISTENCY = 2 / 3  # ... and is better at two origins in three
 DEFAULT_SELECT_HORIZON = 6  # steps, when a caller does not say (1 hour of 10-minute buckets)
 # on a tie, the simpler model: the baselines first, the ensemble last
 _PREFERENCE = ("last-value", "seasonal-naive", "ets", "theta", "prophet-ar", "prophet", "mean", ENSEMBLE)
@@ -71,6 +74,8 @@ class Selection:
     origins: int
     span_s: float  # the stretch of the training window the origins cover
     errors: np.ndarray  # the served model's backtest errors (origins x horizon): the band
+    forced: bool = False  # asked for by name rather than selected
+    left_out: dict[str, str] = field(default_factory=dict)  # candidate -> why it could not run
 
     @property
     def why(self) -> str:
@@ -78,10 +83,14 @@ class Selection:
         base = ", ".join(f"{b} {f(self.mase.get(b, math.nan))}" for b in BASELINES if b != self.model)
         what = f"median of {', '.join(self.members)}" if self.model == ENSEMBLE else self.model
         if self.model == DEFAULT_MODEL:
-            what += f" (the default; a challenger must backtest {SELECT_MARGIN:.0%} better over {MIN_WINDOWS} horizons)"
+            what += (
+                f" (the default; a challenger must backtest {SELECT_MARGIN:.0%} better on average"
+                " and better at 2 origins in 3)"
+            )
         return (
-            f"selected {what}: backtest MASE {f(self.mase[self.model])} ({base}) over {self.origins} hourly origins"
+            f"{'as asked' if self.forced else 'selected'} {what}: backtest MASE {f(self.mase[self.model])} ({base}) over {self.origins} hourly origins"
             f" in the last {self.span_s / DAY:.1f} days of history"
+            + "".join(f"; {name} left out: {why}" for name, why in self.left_out.items())
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,6 +103,8 @@ class Selection:
             "span_days": round(self.span_s / DAY, 2),
             "mase": {k: clean(v) for k, v in self.mase.items()},
             "baselines": {b: clean(self.mase.get(b, math.nan)) for b in BASELINES},
+            "forced": self.forced,
+            "left_out": dict(self.left_out),
             "why": self.why,
         }
 
@@ -112,13 +123,20 @@ def select(
     horizon: int,
     candidates: Sequence[str] = CANDIDATES,
     cache: dict | None = None,
+    force: str | None = None,
 ) -> Selection | None:
     """Backtest `candidates` on `series.values[lo:hi]` at `horizon` and pick the best (or the
-    ensemble of the best few). None when the window is too short for one selection origin."""
+    ensemble of the best few); `force` serves that candidate whatever the ranking (a model
+    asked for by name, still scored against the others). None when the window is too short
+    for one selection origin."""
     step = series.step_s
     every = max(1, int(round(SELECT_EVERY_S / step)))
     span = max(int(SELECT_SPAN_S / step), MIN_WINDOWS * horizon)
-    first = max(lo + int(MIN_FIT_S / step), hi - span)
+    # candidates fit on half a short window (6 hours and 24 buckets at least, 2 days at most:
+    # enough for Prophet), on everything before the last `span` of a long one
+    least = max(int(MIN_FIT_S / step), MIN_FIT_STEPS)
+    fit = min(max((hi - lo) // 2, least), max(int(MIN_PROPHET_S / step), least))
+    first = max(lo + fit, hi - span)
     origins = list(range(first, hi - horizon + 1, every))
     if not origins:
         return None
@@ -127,7 +145,8 @@ def select(
     candidates = [
         c
         for c in candidates
-        if not (c.startswith("prophet") and (fit_s < MIN_PROPHET_S or not seasonal))
+        if c == force
+        or not (c.startswith("prophet") and (fit_s < MIN_PROPHET_S or not seasonal))
         and not (c == "seasonal-naive" and (fit_s < DAY or not seasonal))
     ]
     window = series.head(hi)  # nothing after the window
@@ -141,8 +160,10 @@ def select(
         fits_cache=cache,
         calibrate=False,
         keep=True,
+        scale_lo=lo,  # MASE scaled by the window up to the last origin, as the evaluation does
     )
-    scores = {m: s.mase for m, s in bt.models.items()}
+    # a candidate whose library is missing or whose fit failed ran as a baseline: leave it out
+    scores = {m: s.mase for m, s in bt.models.items() if m not in bt.notes}
     ranked = _rank(scores)
     if not ranked:
         return None
@@ -154,10 +175,13 @@ def select(
         err = err[np.isfinite(err)]
         scores[ENSEMBLE] = float(err.mean()) if len(err) else math.nan
     best = _rank(scores)[0]
-    default = scores.get(DEFAULT_MODEL, math.nan)
-    few = (hi - first) < MIN_WINDOWS * horizon  # too few independent horizons to trust a ranking
-    if best != DEFAULT_MODEL and math.isfinite(default) and (few or scores[best] > (1 - SELECT_MARGIN) * default):
+    per_origin = {m: bt.models[m].per_origin for m in bt.models}
+    if ENSEMBLE in points:
+        per_origin[ENSEMBLE] = np.nanmean(np.abs(bt.actual - points[ENSEMBLE]), axis=1) / bt.scales
+    if best != DEFAULT_MODEL and not _beats_default(best, scores, per_origin):
         best = DEFAULT_MODEL
+    if force is not None and force in points:
+        best = force
     return Selection(
         model=best,
         members=members if best == ENSEMBLE else (best,),
@@ -166,7 +190,22 @@ def select(
         origins=len(origins),
         span_s=(hi - first) * step,
         errors=bt.actual - points[best],
+        forced=force is not None and best == force,
+        left_out=dict(bt.notes),
     )
+
+
+def _beats_default(name: str, scores: dict[str, float], per_origin: dict[str, np.ndarray]) -> bool:
+    """A challenger is served only when it backtests `SELECT_MARGIN` better than the default
+    on average and better at `SELECT_CONSISTENCY` of the origins (not by one lucky day)."""
+    default = scores.get(DEFAULT_MODEL, math.nan)
+    if not math.isfinite(default):
+        return True
+    if scores[name] > (1 - SELECT_MARGIN) * default:
+        return False
+    a, d = per_origin[name], per_origin[DEFAULT_MODEL]
+    ok = np.isfinite(a) & np.isfinite(d)
+    return bool(ok.any()) and float(np.mean(a[ok] < d[ok])) >= SELECT_CONSISTENCY
 
 
 class SelectedModel(Fitted):
@@ -209,10 +248,12 @@ class SelectedModel(Fitted):
 
 
 def fit_selected(
-    series: Series, lo: int, hi: int, horizon: int, cache: dict | None = None
+    series: Series, lo: int, hi: int, horizon: int, cache: dict | None = None, force: str | None = None
 ) -> tuple[SelectedModel | None, Selection | None]:
-    """Select on `series.values[lo:hi]` at `horizon`, then fit the choice on the same window."""
-    sel = select(series, lo, hi, horizon, cache=cache)
+    """Select on `series.values[lo:hi]` at `horizon`, then fit the choice on the same window.
+    With `force` (a model asked for by name): that model, scored against the baselines."""
+    candidates = CANDIDATES if force in (None, ENSEMBLE) else tuple(dict.fromkeys((force, *BASELINES)))
+    sel = select(series, lo, hi, horizon, candidates, cache, force)
     if sel is None:
         return None, None
     return SelectedModel(series, lo, hi, sel, cache), sel
@@ -233,15 +274,16 @@ def evaluate(
 ) -> BacktestResult:
     """`backtest` at `count` origins spread over the whole series (after `first_origin`,
     default a week), every model fitted on the `train` steps before each origin; ``auto`` is
-    the served forecast: selection plus fit, redone at every origin on that window only.
+    the served forecast: selection plus fit, redone at every origin on that window only;
+    ``ensemble`` the median of the best few candidates there, served whatever the ranking.
     Bands are the models' own (no calibration on the evaluation's origins). `served`, when
     given, collects the model ``auto`` served at each fit."""
     cache = {} if fits_cache is None else fits_cache
 
     def fitter(name: str, s: Series, lo: int, hi: int, c: dict) -> tuple[Fitted, str]:
-        if name != AUTO:
+        if name not in (AUTO, ENSEMBLE):
             return fit_with_fallback(name, "", s, lo, hi, c)
-        fitted, _ = fit_selected(s, lo, hi, horizon, c)
+        fitted, _ = fit_selected(s, lo, hi, horizon, c, force=None if name == AUTO else ENSEMBLE)
         if fitted is None:
             fitted, _ = fit_with_fallback("latest", "", s, lo, hi, c)
         if served is not None:

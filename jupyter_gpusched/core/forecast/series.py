@@ -66,7 +66,9 @@ class Series:
         if n >= len(self.values):
             return self
         cut = len(self.values) - n
-        return Series(self.time_of(cut), self.step_s, self.values[cut:], None if self.latest is None else self.latest[cut:])
+        return Series(
+            self.time_of(cut), self.step_s, self.values[cut:], None if self.latest is None else self.latest[cut:]
+        )
 
 
 def regularize(

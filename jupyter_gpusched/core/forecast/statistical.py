@@ -139,7 +139,7 @@ class ThetaModel(_Smoothing):
 
         res = _Theta(y, period=self.season, deseasonalize=False).fit()
         self.alpha = min(max(float(res.params["alpha"]), 1e-3), 1.0)
-        self.drift = float(res.params["b0"])
+        self.drift = 0.5 * float(res.params["b0"])  # theta = 2: half the slope of the linear trend
         self.initial = (float(y[0]), 0.0)
 
     def _step(self, level, trend, y):
