@@ -9,7 +9,7 @@ import numpy as np
 
 from .fitting import MIN_PROPHET_S, MIN_WEEKLY_S, fit, fit_with_fallback
 from .models import DEFAULT_INTERVAL, MODELS, Fitted
-from .selection import DEFAULT_SELECT_HORIZON, MIN_FIT_S, fit_selected
+from .selection import DEFAULT_SELECT_HORIZON, ENSEMBLE, MIN_FIT_S, fit_selected
 from .series import DAY, Series
 
 __all__ = [
@@ -35,21 +35,21 @@ def choose_model(series: Series, wanted: str = "auto", horizon: int = DEFAULT_SE
     span = series.span_s
     if series.observed == 0:
         return None, "no demand history yet: no forecast"
-    if wanted not in ("auto", *MODELS):
-        raise ValueError(f"unknown model {wanted!r}; use auto or one of {', '.join(MODELS)}")
+    if wanted not in ("auto", ENSEMBLE, *MODELS):
+        raise ValueError(f"unknown model {wanted!r}; use auto, ensemble or one of {', '.join(MODELS)}")
     ok = series.values[~np.isnan(series.values)]
     if wanted == "auto" and float(ok.max() - ok.min()) == 0.0:
         return (
             "mean",
             f"demand has been constant ({ok[0]:g} GPUs) over the {_hours(span)} of history: forecasting that value",
         )
-    if wanted == "auto" and span < MIN_FIT_S + horizon * series.step_s:
+    if wanted in ("auto", ENSEMBLE) and span < MIN_FIT_S + horizon * series.step_s:
         return "latest", (
             f"only {_hours(span)} of history (selecting a model by backtest needs {_hours(MIN_FIT_S)} plus the horizon):"
             " falling back to the latest demand, held"
         )
-    if wanted == "auto":
-        return "auto", "selected by backtest"
+    if wanted in ("auto", ENSEMBLE):
+        return wanted, "selected by backtest"
     if wanted in ("prophet-ar", "prophet") and span < DAY:
         return "mean", f"only {_hours(span)} of history (a seasonal model needs a day): falling back to the mean"
     if wanted in ("prophet-ar", "prophet") and span < MIN_PROPHET_S:
@@ -130,8 +130,8 @@ def fit_model(series: Series, wanted: str = "auto", horizon: int | None = None) 
     if name is None:
         return None, note
     steps = horizon or DEFAULT_SELECT_HORIZON
-    if name == "auto":
-        fitted, sel = fit_selected(series, 0, len(series), steps)
+    if name in ("auto", ENSEMBLE):
+        fitted, sel = fit_selected(series, 0, len(series), steps, force=None if name == "auto" else ENSEMBLE)
         if fitted is not None and sel is not None:
             return fitted, "; ".join([sel.why, *fitted.notes])
         name, note = "latest", "too little history to select a model by backtest: the latest demand, held"

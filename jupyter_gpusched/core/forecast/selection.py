@@ -5,7 +5,9 @@
 first origin and run forward over the data up to each origin), adds the median of the best
 `ENSEMBLE_SIZE` candidates, and picks the lowest mean MASE; a challenger replaces the
 default (`DEFAULT_MODEL`, the latest demand held) only when it beats it by `SELECT_MARGIN` on
-average and at two origins in three, because a few days of origins rank close models by chance. `SelectedModel` is the served
+average and at two origins in three, because a few days of origins rank close models by chance. Prophet is a candidate once
+the candidates' fit window spans two weeks (its weekly season; on a shorter window its daily
+shape is what seasonal-naive and the ensemble already offer, at a tenth of the cost). `SelectedModel` is the served
 forecast: the chosen model (or ensemble) refitted on the whole window, with a band of the
 empirical quantiles of its own backtest errors at each lead time (split conformal), so the
 band belongs to whichever model is selected. Nothing after the window is read.
@@ -25,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .backtest import BacktestResult, backtest
-from .fitting import MIN_PROPHET_S, fit_with_fallback
+from .fitting import MIN_PROPHET_S, MIN_WEEKLY_S, fit_with_fallback
 from .models import BASELINES, DEFAULT_INTERVAL, Fitted
 from .series import DAY, Series, season_steps
 
@@ -146,7 +148,7 @@ def select(
         c
         for c in candidates
         if c == force
-        or not (c.startswith("prophet") and (fit_s < MIN_PROPHET_S or not seasonal))
+        or not (c.startswith("prophet") and (fit_s < MIN_WEEKLY_S or not seasonal))
         and not (c == "seasonal-naive" and (fit_s < DAY or not seasonal))
     ]
     window = series.head(hi)  # nothing after the window
@@ -286,7 +288,7 @@ def evaluate(
         fitted, _ = fit_selected(s, lo, hi, horizon, c, force=None if name == AUTO else ENSEMBLE)
         if fitted is None:
             fitted, _ = fit_with_fallback("latest", "", s, lo, hi, c)
-        if served is not None:
+        if served is not None and name == AUTO:
             served.append(fitted.model)
         return fitted, ""
 
