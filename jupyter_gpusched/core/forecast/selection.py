@@ -162,6 +162,7 @@ def select(
         fits_cache=cache,
         calibrate=False,
         keep=True,
+        point_only=True,
         scale_lo=lo,  # MASE scaled by the window up to the last origin, as the evaluation does
     )
     # a candidate whose library is missing or whose fit failed ran as a baseline: leave it out
