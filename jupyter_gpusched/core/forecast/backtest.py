@@ -223,8 +223,11 @@ def backtest(
         res.scales = scales
     for name in models:
         fits: dict[int, Fitted] = {}
-        m_mase, m_smape, covered, raw_covered, total, fit_times = [], [], 0, 0, 0, []
-        kept = []
+        m_mase: list[float] = []
+        m_smape: list[float] = []
+        fit_times: list[float] = []
+        covered = raw_covered = total = 0
+        kept: list[np.ndarray] = []
         scored: list[tuple[int, np.ndarray]] = []  # (when the outcome is known, scores)
         for o in origins:
             f = first + ((o - first) // refit_every) * refit_every

@@ -286,9 +286,8 @@ def evaluate(
     def fitter(name: str, s: Series, lo: int, hi: int, c: dict) -> tuple[Fitted, str]:
         if name not in (AUTO, ENSEMBLE):
             return fit_with_fallback(name, "", s, lo, hi, c)
-        fitted, _ = fit_selected(s, lo, hi, horizon, c, force=None if name == AUTO else ENSEMBLE)
-        if fitted is None:
-            fitted, _ = fit_with_fallback("latest", "", s, lo, hi, c)
+        chosen, _ = fit_selected(s, lo, hi, horizon, c, force=None if name == AUTO else ENSEMBLE)
+        fitted: Fitted = chosen if chosen is not None else fit_with_fallback("latest", "", s, lo, hi, c)[0]
         if served is not None and name == AUTO:
             served.append(fitted.model)
         return fitted, ""

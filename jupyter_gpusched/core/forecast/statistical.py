@@ -38,6 +38,8 @@ class _Smoothing(Fitted):
     """A level (and trend) recursion: `states` holds (level, trend) after each training bucket;
     the state at any later origin continues the recursion over the history after training."""
 
+    initial: tuple[float, float] = (0.0, 0.0)  # the state before the first bucket (set by `_estimate`)
+
     def __init__(self, series, lo, hi, season):
         super().__init__(series, lo, hi, season)
         t0 = time.perf_counter()
