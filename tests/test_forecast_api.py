@@ -67,7 +67,8 @@ async def test_selected_model_with_skill_on_real_history(api, service):
     assert all((b - a).total_seconds() == 600 for a, b in zip(times, times[1:], strict=False))
     assert all(lo <= v <= hi for lo, v, hi in zip(fc["lower"], fc["values"], fc["upper"], strict=True))
     names = list(fc["skill"]["models"])
-    assert names[0] == fc["model"] and {"seasonal-naive", "last-value", "latest", "prophet-ar", "ets"} <= set(names)
+    assert names[0] == fc["model"] and {"seasonal-naive", "last-value", "latest", "ets"} <= set(names)
+    assert "prophet-ar" not in names  # 8 days: Prophet joins the candidates once they fit on two weeks
     assert all(m["mase"] is not None for m in fc["skill"]["models"].values())
     assert first < 30
 
