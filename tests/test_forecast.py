@@ -81,14 +81,23 @@ def test_fallbacks_say_so():
     fc = F.forecast(F.Series(0.0, 600.0, np.zeros(0)), 6)
     assert fc.model is None and len(fc.values) == 0 and "no demand history" in fc.note
     rng = np.random.default_rng(0)
+    # too short to select a model by backtest (6 h to fit plus the horizon): the latest demand, held
+    five_hours = F.Series(0.0, 600.0, rng.integers(0, 8, 30).astype(float))
+    fc = F.forecast(five_hours, 6)
+    assert fc.model == "latest" and "falling back to the latest demand" in fc.note
+    assert np.allclose(fc.values, five_hours.values[-1])
+    # named models keep their own fallbacks
     half_day = F.Series(0.0, 600.0, rng.integers(0, 8, 72).astype(float))
-    fc = F.forecast(half_day, 6)
+    fc = F.forecast(half_day, 6, model="prophet-ar")
     assert fc.model == "mean" and "falling back to the mean" in fc.note
     assert np.allclose(fc.values, half_day.values.mean())
     day_and_half = F.Series(0.0, 600.0, rng.integers(0, 8, 216).astype(float))
-    fc = F.forecast(day_and_half, 6)
+    fc = F.forecast(day_and_half, 6, model="prophet-ar")
     assert fc.model == "seasonal-naive" and "Prophet needs 2 days" in fc.note
     assert np.array_equal(fc.values, day_and_half.values[216 - 144 : 216 - 138])  # same time yesterday
+    # with enough history auto selects, and says which and why
+    fc = F.forecast(day_and_half, 6)
+    assert fc.model in (*F.CANDIDATES, F.ENSEMBLE) and fc.note.startswith("selected ")
     flat = F.Series(0.0, 600.0, np.full(2000, 3.0))
     fc = F.forecast(flat, 6)
     assert fc.model == "mean" and "constant" in fc.note and np.allclose(fc.values, 3.0)
@@ -97,16 +106,20 @@ def test_fallbacks_say_so():
 def test_missing_prophet_falls_back_to_seasonal_naive(monkeypatch):
     monkeypatch.setitem(sys.modules, "prophet", None)  # import prophet -> ImportError
     y = np.tile(np.arange(144, dtype=float), 3)
-    fc = F.forecast(F.Series(0.0, 600.0, y), 12)
+    fc = F.forecast(F.Series(0.0, 600.0, y), 12, model="prophet-ar")
     assert fc.model == "seasonal-naive" and "Prophet is not installed" in fc.note
+    # auto leaves Prophet out of the selection, and says so (it is a candidate on 3 weeks)
+    y = np.tile(np.arange(144, dtype=float), 21)
+    fc = F.forecast(F.Series(0.0, 600.0, y), 12)
+    assert fc.model == "seasonal-naive" and "prophet-ar left out: Prophet is not installed" in fc.note
 
 
 # --- Prophet on real series -------------------------------------------------------------------------
 @needs_traces
 def test_forecast_on_a_real_series_has_a_band_around_it(vc6ye):
     s = week(vc6ye)
-    fc = F.forecast(s, 144)
-    assert fc.model == "prophet-ar" and "Prophet with daily" in fc.note
+    fc = F.forecast(s, 144, model="prophet-ar")
+    assert fc.model == "prophet-ar" and "Prophet with daily" in fc.note and "backtest MASE" in fc.note
     assert len(fc.times) == len(fc.values) == len(fc.lower) == len(fc.upper) == 144
     assert fc.times[0] == s.time_of(len(s)) and np.all(np.diff(fc.times) == 600)
     assert np.all(fc.lower <= fc.values) and np.all(fc.values <= fc.upper)
@@ -145,15 +158,23 @@ def test_backtest_numbers_are_reproducible_and_complete(vc6ye):
 
 
 @needs_traces
-def test_report_includes_skill_against_baselines(vc6ye):
+def test_report_says_which_model_and_why_against_baselines(vc6ye):
     rep = F.forecast_report(week(vc6ye), 6)
-    assert rep["model"] == "prophet-ar" and rep["skill"] is not None
-    assert list(rep["skill"]["models"]) == ["prophet-ar", "seasonal-naive", "last-value"]
-    assert rep["skill"]["origins"] == 3
+    sel = rep["skill"]["selection"]
+    assert rep["model"] == sel["model"] and rep["model"] in (*F.CANDIDATES, F.ENSEMBLE)
+    names = list(rep["skill"]["models"])
+    assert names[:3] == [rep["model"], "seasonal-naive", "last-value"] or rep["model"] in F.BASELINES
+    # every candidate's backtest MASE, the baselines among them (Prophet joins on two weeks)
+    assert set(F.CANDIDATES) - {"prophet-ar"} <= set(names) and "prophet-ar" not in names
+    assert rep["skill"]["origins"] == sel["origins"] == 6 * 24  # hourly over the last 6 days
+    assert set(sel["baselines"]) == set(F.BASELINES) and all(v is not None for v in sel["baselines"].values())
+    served = sel["mase"][rep["model"]]
+    assert served <= min(v for v in sel["mase"].values() if v is not None) / (1 - 0.05) + 1e-9
+    assert rep["note"].startswith("selected ") and "backtest MASE" in rep["note"]
     json.dumps(rep, allow_nan=False)  # plain JSON, no NaN
     assert "MASE" in F.skill_summary(rep["skill"])
-    short = F.forecast_report(week(vc6ye, 2.2), 144)  # 2.2 days: Prophet now, but not 3 days ago
-    assert short["skill"] is None and "too short to backtest" in short["note"]
+    short = F.forecast_report(week(vc6ye, 0.2), 6)  # under 6 h + 1 h: no selection, no skill
+    assert short["skill"] is None and short["model"] == "latest" and "too short to backtest" in short["note"]
 
 
 def test_band_scale_is_the_conformal_quantile():
@@ -182,15 +203,23 @@ def test_calibrated_bands_cover_nearer_what_they_aim_for(vc6ye):
 
 
 @needs_traces
-def test_the_reported_band_is_the_calibrated_one(vc6ye):
+def test_the_reported_band_is_the_selected_models_backtest_errors(vc6ye):
+    """The band belongs to whichever model is served: per lead time, the 10% and 90% quantiles
+    of that model's own errors in the selection backtest (split conformal)."""
     s = week(vc6ye)
+    fitted, note = F.fit_model(s, "auto", 6)
+    assert isinstance(fitted, F.SelectedModel)
+    p, lower, upper = fitted.predict(s.values, 6)
+    e = fitted.selection.errors
+    assert e.shape == (fitted.selection.origins, 6)
+    q = np.nanquantile(e, [0.1, 0.9], axis=0)
+    widths = np.maximum.accumulate(np.maximum(q[1], 0)) - np.minimum.accumulate(np.minimum(q[0], 0))
+    assert np.allclose(upper - lower, widths) or np.any(lower == 0)  # (clipped at 0 GPUs)
+    # on the backtest's own origins, the band holds about 80% (it is their quantiles)
+    inside = (e >= np.minimum.accumulate(np.minimum(q[0], 0))) & (e <= np.maximum.accumulate(np.maximum(q[1], 0)))
+    assert 0.78 <= inside.mean() <= 0.95
     rep = F.forecast_report(s, 6)
-    raw = F.forecast(s, 6)
-    scale = rep["skill"]["models"]["prophet-ar"]["band_scale"]
-    assert rep["band_scale"] == pytest.approx(scale, abs=1e-3) and scale != 1.0
-    assert rep["values"] == pytest.approx(raw.values, abs=1e-3)  # the line does not move, only the band
-    width = np.subtract(rep["upper"], rep["lower"]).sum()
-    assert (width > (raw.upper - raw.lower).sum()) == (scale > 1.0)
+    assert rep["upper"] == pytest.approx(np.round(upper, 3).tolist()) and rep["model"] == fitted.model
 
 
 # --- forecast-eval CLI -----------------------------------------------------------------------------------
@@ -231,13 +260,17 @@ def test_forecast_eval_cli_on_a_real_series(vc_csv, tmp_path, capsys):
     text = capsys.readouterr().out
     assert code == 0, text
     assert "horizon 60 x 1 min = 1 h (6 steps of 10 min)" in text
-    for name in ("prophet-ar", "prophet", "seasonal-naive", "last-value"):
+    assert "3 origins spread from 4.5 days in" in text  # 9 days: the first origin at half the series
+    names = ("auto", *F.CANDIDATES, "ensemble")
+    for name in names:
         assert name in text
+    assert "auto served:" in text
     doc = json.loads(out.read_text())
-    assert set(doc["models"]) == {"prophet-ar", "prophet", "seasonal-naive", "last-value"}
+    assert set(doc["models"]) == set(names)
     for m in doc["models"].values():
-        assert {"mase", "smape", "fit_s"} <= set(m) and m["mase"] is not None
-    assert doc["origins"] == 3 and doc["horizon_steps"] == 6
+        assert {"mase", "mase_median", "mase_worst", "smape", "fit_s"} <= set(m) and m["mase"] is not None
+        assert m["mase_median"] <= m["mase_worst"]
+    assert doc["origins"] == 3 and doc["horizon_steps"] == 6 and sum(doc["served"].values()) == 3
 
 
 def test_forecast_eval_cli_refuses_bad_input_clearly(vc_csv, tmp_path, capsys):
@@ -355,6 +388,6 @@ def test_demand_feed_forecasts_from_observed_demand(vc6ye):
     now = s.times[-1] + 300
     times, upper = feed.upper(now)
     assert len(times) == 6 and times[0] == s.times[-1] + 600 and np.all(upper >= 0)
-    assert feed.models_used == {"prophet-ar": 1}
+    assert sum(feed.models_used.values()) == 1 and set(feed.models_used) <= {*F.CANDIDATES, F.ENSEMBLE}
     times2, upper2 = feed.upper(now + 600)  # within refit_s: the cached fit
     assert feed.fits == 1 and np.array_equal(times2, times)

@@ -1,6 +1,7 @@
 """GET /gpusched/api/forecast on a real Jupyter server (pytest-jupyter): the shape the
-ForecastChart widget draws, fallbacks on a fresh server, Prophet with skill on real
-history written into the service's store, caching, fits off the event loop, bad input."""
+ForecastChart widget draws, fallbacks on a fresh server, the model selected by backtest
+with its skill on real history written into the service's store, caching, fits off the
+event loop, bad input."""
 
 from __future__ import annotations
 
@@ -51,19 +52,23 @@ async def test_fresh_server_falls_back_and_says_so(api):
         datetime.fromisoformat(fc["times"][0])  # what the ForecastChart widget parses
 
 
-async def test_prophet_with_skill_on_real_history(api, service):
+async def test_selected_model_with_skill_on_real_history(api, service):
     seed(service, 8)
     t0 = time.monotonic()
     code, fc = await api("GET", "forecast", horizon="60")
     first = time.monotonic() - t0
     assert code == 200, fc
     check(PATH, "GET", 200, fc)
-    assert fc["model"] == "prophet-ar" and "Prophet with daily" in fc["note"]
+    sel = fc["skill"]["selection"]
+    assert fc["model"] == sel["model"] and fc["note"].startswith("selected ") and "backtest MASE" in fc["note"]
+    assert set(sel["baselines"]) == {"seasonal-naive", "last-value"}
     assert len(fc["times"]) == 6 and fc["horizon_minutes"] == 60 and fc["series"] == "requested"
     times = [datetime.fromisoformat(t) for t in fc["times"]]
     assert all((b - a).total_seconds() == 600 for a, b in zip(times, times[1:], strict=False))
     assert all(lo <= v <= hi for lo, v, hi in zip(fc["lower"], fc["values"], fc["upper"], strict=True))
-    assert set(fc["skill"]["models"]) == {"prophet-ar", "seasonal-naive", "last-value"}
+    names = list(fc["skill"]["models"])
+    assert names[0] == fc["model"] and {"seasonal-naive", "last-value", "latest", "ets"} <= set(names)
+    assert "prophet-ar" not in names  # 8 days: Prophet joins the candidates once they fit on two weeks
     assert all(m["mase"] is not None for m in fc["skill"]["models"].values())
     assert first < 30
 

@@ -3,11 +3,14 @@
     jupyter gpusched forecast-eval --series usage.csv --time-col time --value-col gpus --horizon 60
     jupyter gpusched forecast-eval --series usage.csv --time-col time --value-col gpus --horizon 1440 --json out.json
 
-It runs the same rolling-origin backtest as the server's forecast skill and
-benchmarks/forecast_eval.py (jupyter_gpusched.core.forecast.backtest) and prints one
-table: the forecaster against the seasonal-naive and last-value baselines (MASE, sMAPE,
-band coverage, fit time). `--horizon` counts steps of the series as given; series finer
-than 10 minutes are evaluated on 10-minute means (say so with --step to change it).
+It runs the evaluation the benchmarks run (jupyter_gpusched.core.forecast.evaluate): forecast
+origins spread evenly over the whole series (50 by default, from a week in), every model
+fitted only on the history before each origin, and prints one table: ``auto`` (the forecast
+the server serves: a model selected by backtest on that history, or the ensemble), every
+candidate model, the ensemble and the two baselines, with MASE (mean, median and worst over
+the origins), sMAPE, band coverage and fit time, then which model ``auto`` served how often.
+`--horizon` counts steps of the series as given; series finer than 10 minutes are evaluated
+on 10-minute means (say so with --step to change it).
 """
 
 from __future__ import annotations
@@ -16,14 +19,28 @@ import argparse
 import json
 import math
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..core.forecast import DAY, DEFAULT_INTERVAL, DEFAULT_STEP_S, MODELS, BacktestResult, Series, backtest, regularize
+from ..core.forecast import (
+    AUTO,
+    CANDIDATES,
+    DAY,
+    DEFAULT_INTERVAL,
+    DEFAULT_STEP_S,
+    ENSEMBLE,
+    MODELS,
+    BacktestResult,
+    Series,
+    evaluate,
+    regularize,
+)
 
-DEFAULT_MODELS = ("prophet-ar", "prophet", "seasonal-naive", "last-value")
+DEFAULT_MODELS = (AUTO, *CANDIDATES, ENSEMBLE)
+KNOWN_MODELS = (AUTO, ENSEMBLE, *MODELS)
 
 
 class SeriesError(ValueError):
@@ -91,8 +108,20 @@ def _grid(header: list[str], rows: list[list[str]]) -> str:
 def result_table(bt: BacktestResult) -> str:
     rows = []
     for name, m in bt.models.items():
-        rows.append([name, _fmt(m.mase), _fmt(m.smape, 2), _fmt(m.coverage, 2), _fmt(m.fit_s), str(m.fits)])
-    return _grid(["model", "MASE", "sMAPE %", f"in {int(DEFAULT_INTERVAL * 100)}% band", "fit s", "fits"], rows)
+        rows.append(
+            [
+                name,
+                _fmt(m.mase),
+                _fmt(m.mase_median),
+                _fmt(m.mase_worst),
+                _fmt(m.smape, 2),
+                _fmt(m.coverage, 2),
+                _fmt(m.fit_s),
+                str(m.fits),
+            ]
+        )
+    header = ["model", "MASE", "median", "worst", "sMAPE %", f"in {int(DEFAULT_INTERVAL * 100)}% band", "fit s", "fits"]
+    return _grid(header, rows)
 
 
 def _duration(seconds: float) -> str:
@@ -123,12 +152,20 @@ def _parser() -> argparse.ArgumentParser:
         help="evaluate on means over buckets of this many seconds (default: the series' step, or 600 if it is finer)",
     )
     p.add_argument(
-        "--origins", type=int, default=10, help="forecast origins, the most recent ones, one horizon apart (default 10)"
+        "--origins", type=int, default=50, help="forecast origins, spread evenly over the series (default 50)"
+    )
+    p.add_argument(
+        "--first-days",
+        type=float,
+        default=7.0,
+        help="history before the first origin (default 7 days, or half the series)",
     )
     p.add_argument(
         "--train-days", type=float, default=14.0, help="history each fit sees before its origin (default 14)"
     )
-    p.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"comma-separated, from {', '.join(MODELS)}")
+    p.add_argument(
+        "--models", default=",".join(DEFAULT_MODELS), help=f"comma-separated, from {', '.join(KNOWN_MODELS)}"
+    )
     return p
 
 
@@ -144,15 +181,17 @@ def forecast_eval_main(argv: list[str]) -> int:
 def _run(args: argparse.Namespace, out=None) -> int:
     out = out or sys.stdout
     models = [m.strip() for m in args.models.split(",") if m.strip()]
-    unknown = [m for m in models if m not in MODELS]
+    unknown = [m for m in models if m not in KNOWN_MODELS]
     if unknown or not models:
-        raise SeriesError(f"unknown model(s) {', '.join(unknown) or '(none)'}; use some of {', '.join(MODELS)}")
+        raise SeriesError(f"unknown model(s) {', '.join(unknown) or '(none)'}; use some of {', '.join(KNOWN_MODELS)}")
     if args.horizon < 1:
         raise SeriesError("--horizon must be at least 1 step")
     if args.origins < 1:
         raise SeriesError("--origins must be at least 1")
     if not args.train_days > 0:
         raise SeriesError("--train-days must be positive")
+    if not args.first_days > 0:
+        raise SeriesError("--first-days must be positive")
     t, v = load_series(args.series, args.time_col, args.value_col)
     step0 = native_step(t)
     step = args.step or max(step0, DEFAULT_STEP_S)
@@ -162,19 +201,25 @@ def _run(args: argparse.Namespace, out=None) -> int:
     series = regularize(t, v, step)
     train = max(1, int(round(args.train_days * DAY / step)))
     n = len(series)
-    last = n - horizon
-    origins = [o for o in range(last, 0, -horizon)][: args.origins][::-1]
-    if not origins:
+    if n <= horizon:
         raise SeriesError(f"the series ({n} steps of {step:g} s) is shorter than the horizon ({horizon} steps)")
-    bt = backtest(series, horizon, models, origins=origins, train=train)
+    first = min(int(round(args.first_days * DAY / step)), n // 2)
+    served: list[str] = []
+    bt = evaluate(series, horizon, models, train=train, first_origin=first, count=args.origins, served=served)
+    if not bt.origins:
+        raise SeriesError(f"the series ({n} steps of {step:g} s) has no origin with a full horizon after it")
     print(
         f"{args.series} [{args.value_col}]: {series.observed} points at {_duration(step)} "
         f"({_duration(series.span_s)}); horizon {args.horizon} x {_duration(step0)} = {_duration(horizon * step)}"
         + (f" ({horizon} steps of {_duration(step)})" if step != step0 else "")
-        + f"; {len(origins)} origins, each model fitted on up to {_duration(train * step)} before its origin",
+        + f"; {len(bt.origins)} origins spread from {_duration(bt.origins[0] * step)} in, each model fitted on up to"
+        f" {_duration(train * step)} before its origin",
         file=out,
     )
     print(result_table(bt), file=out)
+    if served:
+        counts = ", ".join(f"{k} at {v}" for k, v in Counter(served).most_common())
+        print(f"auto served: {counts} of {len(served)} origins (selected on each origin's own history)", file=out)
     for name, note in bt.notes.items():
         print(f"note ({name}): {note}", file=out)
     if args.json:
@@ -183,11 +228,16 @@ def _run(args: argparse.Namespace, out=None) -> int:
             "value_col": args.value_col,
             "step_s": step,
             "horizon_steps": horizon,
-            "origins": len(origins),
+            "origins": len(bt.origins),
             "models": {
-                k: {kk: vv for kk, vv in m.to_dict().items() if kk in ("mase", "smape", "fit_s", "coverage")}
+                k: {
+                    kk: vv
+                    for kk, vv in m.to_dict().items()
+                    if kk in ("mase", "mase_median", "mase_worst", "smape", "fit_s", "coverage")
+                }
                 for k, m in bt.models.items()
             },
+            "served": dict(Counter(served)),
             "notes": dict(bt.notes),
         }
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")

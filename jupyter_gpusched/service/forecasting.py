@@ -7,7 +7,9 @@ next 10-minute bucket begins; concurrent requests for the same forecast share on
 
 Series: `requested` (GPUs queued + running, recorded by the service), `allocated`, or
 `gpu_busy` (GPUs busy according to a Prometheus server's DCGM metrics, where one is
-configured: `PrometheusSource`). Models: `auto` or one of core.forecast.MODELS.
+configured: `PrometheusSource`). Models: `auto` (selected by backtest for this series and
+horizon, core.forecast.selection), `ensemble`, or one of core.forecast.MODELS. Selection plus
+fit for one tenant on a week of history takes about a second (benchmarks/forecast_speed.py).
 """
 
 from __future__ import annotations
@@ -119,8 +121,10 @@ class Forecasts:
         Raises InvalidArgument, NotFound (tenant), NotConfigured or UpstreamError (Prometheus)."""
         if series not in STORE_SERIES + PROMETHEUS_SERIES:
             raise InvalidArgument(f"unknown series {series!r}; use requested, allocated or gpu_busy", "series")
-        if model != "auto" and model not in fc.MODELS:
-            raise InvalidArgument(f"unknown model {model!r}; use auto or one of {', '.join(fc.MODELS)}", "model")
+        if model not in (fc.AUTO, fc.ENSEMBLE, *fc.MODELS):
+            raise InvalidArgument(
+                f"unknown model {model!r}; use auto, ensemble or one of {', '.join(fc.MODELS)}", "model"
+            )
         known = self._tenants()
         if tenant is not None and tenant not in known:
             raise NotFound(f"no tenant {tenant!r}; known tenants: {', '.join(sorted(known))}", "tenant")

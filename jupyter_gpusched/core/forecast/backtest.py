@@ -1,23 +1,53 @@
 """Rolling-origin backtests: error measures (MASE, sMAPE), band coverage and split-conformal
-calibration of the bands (`band_scale`)."""
+calibration of the bands (`band_scale`).
+
+`backtest` is the one evaluation: `forecast-eval`, benchmarks/forecast_eval.py and the model
+selection behind the server's forecast (and the skill it reports) all score through it. By
+default its origins are spread evenly over the whole series (`spread_origins`), each model
+fitted only on what came before its origin, and it keeps the spread over origins (median and
+worst MASE), not just the mean."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .fitting import fit_with_fallback
 from .models import DEFAULT_INTERVAL, Fitted
-from .select import fit_with_fallback
-from .series import Series, season_steps
+from .series import WEEK, Series, season_steps
 
-__all__ = ["BacktestResult", "ModelSkill", "backtest", "band_scale", "mase", "smape"]
+__all__ = [
+    "DEFAULT_ORIGINS",
+    "BacktestResult",
+    "Fitter",
+    "ModelSkill",
+    "backtest",
+    "band_scale",
+    "mase",
+    "mase_scale",
+    "smape",
+    "spread_origins",
+]
+
+DEFAULT_ORIGINS = 50
+# (model, series, lo, hi, fits cache) -> (the model fitted on values[lo:hi], a note or "")
+Fitter = Callable[[str, Series, int, int, dict], tuple[Fitted, str]]
 
 
-def _scale(train: np.ndarray, season: int) -> float:
+def spread_origins(n: int, horizon: int, first: int, count: int = DEFAULT_ORIGINS) -> list[int]:
+    """`count` forecast origins spread evenly from `first` to the last origin with a full
+    horizon after it (fewer when the span has fewer steps)."""
+    last = n - horizon
+    if last < max(first, 1):
+        return []
+    return sorted({int(round(x)) for x in np.linspace(max(first, 1), last, count)})
+
+
+def mase_scale(train: np.ndarray, season: int) -> float:
     """MASE denominator: in-sample MAE of the seasonal-naive forecast (lag `season`), else
     of the one-step naive forecast when the window is shorter than a season or flat at lag m."""
     for lag in (season, 1):
@@ -35,7 +65,7 @@ def mase(actual: np.ndarray, pred: np.ndarray, train: np.ndarray, season: int) -
     ok = ~np.isnan(actual)
     if not ok.any():
         return math.nan
-    s = _scale(train, season)
+    s = mase_scale(train, season)
     if not s > 0:
         return math.nan
     return float(np.mean(np.abs(actual[ok] - pred[ok])) / s)
@@ -77,6 +107,9 @@ class ModelSkill:
     origins: int
     band_scale: float = 1.0  # calibration factor from every origin's misses (what a forecast now would use)
     raw_coverage: float = math.nan  # coverage of the uncalibrated in-sample band
+    mase_median: float = math.nan  # the spread of MASE over origins
+    mase_worst: float = math.nan
+    per_origin: np.ndarray = field(default_factory=lambda: np.zeros(0))  # MASE at each origin
 
     def to_dict(self) -> dict[str, Any]:
         clean = lambda x: None if x is None or not math.isfinite(x) else round(float(x), 4)  # noqa: E731
@@ -89,6 +122,8 @@ class ModelSkill:
             "origins": self.origins,
             "band_scale": clean(self.band_scale),
             "raw_coverage": clean(self.raw_coverage),
+            "mase_median": clean(self.mase_median),
+            "mase_worst": clean(self.mase_worst),
         }
 
 
@@ -101,6 +136,11 @@ class BacktestResult:
     refit_every: int
     models: dict[str, ModelSkill] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
+    # with keep=True: every model's forecasts (origins x horizon), what happened, and each
+    # origin's MASE scale, so combinations can be scored without refitting
+    points: dict[str, np.ndarray] = field(default_factory=dict)
+    actual: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    scales: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -122,23 +162,33 @@ def backtest(
     origins: Sequence[int] | None = None,
     first_origin: int | None = None,
     every: int | None = None,
+    count: int = DEFAULT_ORIGINS,
     train: int | None = None,
     refit_every: int | None = None,
     interval: float = DEFAULT_INTERVAL,
     fits_cache: dict | None = None,
     calibrate: bool = True,
+    keep: bool = False,
+    fitter: Fitter | None = None,
+    scale_lo: int | None = None,
+    point_only: bool = False,
 ) -> BacktestResult:
     """Rolling-origin evaluation: at each origin o, every model forecasts buckets
     [o, o + horizon) from the values before o, and is scored against what happened.
 
-    Origins: `origins`, or every `every` steps (default: `horizon`) from `first_origin`
-    (default: half the series) to the last origin with a full horizon after it. Each model is
+    Origins: `origins`; or every `every` steps from `first_origin` to the last origin with a
+    full horizon after it; or (the default) `count` origins spread evenly over that span
+    (`spread_origins`; `first_origin` defaults to a week, or half the series if shorter). Each model is
     fitted on the `train` steps before its fit point (None: all before it) and refitted every
     `refit_every` steps (default: every origin); an origin between refits uses the latest fit
     at or before it, with the data up to the origin (as a cached live forecaster would).
-    MASE is scaled per origin by the in-sample seasonal-naive MAE (lag one day) of the
-    training window, then averaged over origins; sMAPE likewise. ``prophet`` and
+    MASE: each origin's mean absolute error over one scale, the in-sample seasonal-naive MAE
+    (lag one day) of the series (from `scale_lo`) up to the last origin; the model's MASE is the
+    mean over origins, and the median and worst origin show the spread. sMAPE per origin, averaged. ``prophet`` and
     ``prophet-ar`` share their Prophet fits (and share them across calls given `fits_cache`).
+    `fitter` fits a model by name (default `fit_with_fallback`); the selection passes one that
+    also knows ``auto``, the served model. `point_only` scores the point forecasts alone (no
+    sMAPE, no bands): what the selection needs, at a fraction of the cost.
 
     Bands are calibrated online (`calibrate`): at each origin the in-sample band is scaled by
     `band_scale` of the scores of earlier origins whose outcome was known by then, so
@@ -148,9 +198,11 @@ def backtest(
     if horizon < 1:
         raise ValueError("horizon must be at least 1 step")
     if origins is None:
-        every = every or horizon
-        start = n // 2 if first_origin is None else first_origin
-        origins = list(range(start, n - horizon + 1, every))
+        start = min(int(WEEK / series.step_s), n // 2) if first_origin is None else first_origin
+        if every:
+            origins = list(range(start, n - horizon + 1, every))
+        else:
+            origins = spread_origins(n, horizon, start, count)
     origins = sorted(int(o) for o in origins if 0 < o <= n - horizon)
     refit_every = refit_every or 1
     season = season_steps(series.step_s)
@@ -161,37 +213,63 @@ def backtest(
         return res
     first = origins[0]
     cache = {} if fits_cache is None else fits_cache
+    fit_one = fitter or (lambda name, s, lo, hi, c: fit_with_fallback(name, "", s, lo, hi, c))
+    # one MASE scale for the whole backtest: the in-sample seasonal-naive MAE of the series up to
+    # the last origin (from `scale_lo`). A scale per origin from its own window made a quiet
+    # window's tiny scale outweigh every other origin (a perfect 0 or a MASE in the hundreds).
+    scales = np.full(len(origins), mase_scale(y[(scale_lo or 0) : origins[-1]], season))
+    if keep:
+        res.actual = np.stack([y[o : o + horizon] for o in origins])
+        res.scales = scales
     for name in models:
         fits: dict[int, Fitted] = {}
-        m_mase, m_smape, covered, raw_covered, total, fit_times = [], [], 0, 0, 0, []
+        m_mase: list[float] = []
+        m_smape: list[float] = []
+        fit_times: list[float] = []
+        covered = raw_covered = total = 0
+        kept: list[np.ndarray] = []
         scored: list[tuple[int, np.ndarray]] = []  # (when the outcome is known, scores)
         for o in origins:
             f = first + ((o - first) // refit_every) * refit_every
             if f not in fits:
                 lo = 0 if train is None else max(0, f - train)
-                fitted, note = fit_with_fallback(name, "", series, lo, f, cache)
+                fitted, note = fit_one(name, series, lo, f, cache)
                 if note:
                     res.notes[name] = note
                 fits.clear()  # only the latest fit is used from now on
                 fits[f] = fitted
                 fit_times.append(fitted.fit_s)
             fitted = fits[f]
-            known = [sc for ready, sc in scored if ready <= o]
-            scale = band_scale(np.concatenate(known), interval) if (calibrate and known) else 1.0
-            p, lower, upper = fitted.predict(y[:o], horizon, interval, scale)
-            _, raw_lower, raw_upper = fitted.predict(y[:o], horizon, interval)
             actual = y[o : o + horizon]
-            tr = y[(0 if train is None else max(0, o - train)) : o]
-            m_mase.append(mase(actual, p, tr, season))
+            if point_only:
+                p, _, _ = fitted.predict(y[:o], horizon, None)
+                m_mase.append(_scaled_mae(actual, p, scales[len(m_mase)]))
+                kept.append(p)
+                continue
+            known = [sc for ready, sc in scored if ready <= o] if calibrate else []
+            scale = band_scale(np.concatenate(known), interval) if known else 1.0
+            p, lower, upper = fitted.predict(y[:o], horizon, interval, scale)
+            raw_lower, raw_upper = (lower, upper) if scale == 1.0 else fitted.predict(y[:o], horizon, interval)[1:]
+            m_mase.append(_scaled_mae(actual, p, scales[len(m_mase)]))
+            if keep:
+                kept.append(p)
             m_smape.append(smape(actual, p))
             ok = ~np.isnan(actual)
             covered += _inside(actual[ok], lower[ok], upper[ok])
             raw_covered += _inside(actual[ok], raw_lower[ok], raw_upper[ok])
             total += int(ok.sum())
-            scored.append((o + horizon, fitted.band_scores(p, actual, interval)))
+            if calibrate:
+                scored.append((o + horizon, fitted.band_scores(p, actual, interval)))
         all_scores = np.concatenate([sc for _, sc in scored]) if scored else np.zeros(0)
+        if keep or point_only:
+            res.points[name] = np.stack(kept)
+        per_origin = np.asarray(m_mase, dtype=float)
+        finite = per_origin[np.isfinite(per_origin)]
         res.models[name] = ModelSkill(
             mase=_nanmean(m_mase),
+            mase_median=float(np.median(finite)) if len(finite) else math.nan,
+            mase_worst=float(finite.max()) if len(finite) else math.nan,
+            per_origin=per_origin,
             smape=_nanmean(m_smape),
             coverage=covered / total if total else math.nan,
             fit_s=float(np.mean(fit_times)) if fit_times else 0.0,
@@ -201,6 +279,13 @@ def backtest(
             raw_coverage=raw_covered / total if total else math.nan,
         )
     return res
+
+
+def _scaled_mae(actual: np.ndarray, pred: np.ndarray, scale: float) -> float:
+    ok = ~np.isnan(actual)
+    if not ok.any() or not scale > 0:
+        return math.nan
+    return float(np.mean(np.abs(actual[ok] - pred[ok])) / scale)
 
 
 def _inside(actual: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> int:

@@ -15,6 +15,7 @@ __all__ = [
     "MODELS",
     "Fitted",
     "LastValueModel",
+    "LatestModel",
     "MeanModel",
     "SeasonalNaiveModel",
     "last_valid",
@@ -22,7 +23,7 @@ __all__ = [
 ]
 
 DEFAULT_INTERVAL = 0.8
-MODELS = ("prophet-ar", "prophet", "seasonal-naive", "last-value", "mean")
+MODELS = ("latest", "prophet-ar", "prophet", "ets", "theta", "seasonal-naive", "last-value", "mean")
 BASELINES = ("seasonal-naive", "last-value")
 
 
@@ -69,6 +70,7 @@ class Fitted:
         self.step_s = series.step_s
         self.lo, self.hi = lo, hi
         self.train = series.values[lo:hi]
+        self.latest = series.latest  # each bucket's last sample, where the series has them
         self.season = season
         self.fit_s = 0.0
         self._band: dict[tuple[int, float], tuple[np.ndarray, np.ndarray]] = {}
@@ -140,18 +142,47 @@ class LastValueModel(Fitted):
         return lead_errors(self.train, horizon, np.ones(horizon))
 
 
+class LatestModel(Fitted):
+    """The latest sample, held: where demand stood at the origin, not the mean of the bucket
+    before it (a step inside that bucket shows only partly in its mean). Falls back to the
+    last bucket's mean where the series has no samples (`Series.latest` is None)."""
+
+    model = "latest"
+
+    def _now(self, history: np.ndarray) -> float:
+        n = len(history)
+        if self.latest is not None and 0 < n <= len(self.latest):
+            v, _ = last_valid(self.latest[:n])
+            if not math.isnan(v):
+                return v
+        v, _ = last_valid(history)
+        return 0.0 if math.isnan(v) else v
+
+    def point(self, history, horizon):
+        return np.full(horizon, self._now(history))
+
+    def errors(self, horizon):
+        if self.latest is None:
+            return lead_errors(self.train, horizon, np.ones(horizon))
+        lat = self.latest[self.lo : self.hi]
+        if len(lat) <= horizon:
+            return np.full((1, horizon), np.nan)
+        w = np.lib.stride_tricks.sliding_window_view(self.train[1:], horizon)
+        return w - lat[: len(w), None]
+
+
 class SeasonalNaiveModel(Fitted):
     model = "seasonal-naive"
 
     def point(self, history, horizon):
         n, m = len(history), self.season
         last, _ = last_valid(history)
-        out = np.empty(horizon)
-        for k in range(horizon):
-            i = n + k - m * (1 + k // m)  # the same time of day in the last observed day
-            v = history[i] if 0 <= i < n else math.nan
-            out[k] = last if math.isnan(v) else v
-        return np.nan_to_num(out, nan=0.0)
+        k = np.arange(horizon)
+        i = n + k - m * (1 + k // m)  # the same time of day in the last observed day
+        inside = (i >= 0) & (i < n)
+        out = np.full(horizon, math.nan)
+        out[inside] = history[i[inside]]
+        return np.nan_to_num(np.where(np.isnan(out), last, out), nan=0.0)
 
     def errors(self, horizon):
         m = self.season

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
-from .backtest import backtest
 from .models import BASELINES, DEFAULT_INTERVAL
-from .select import choose_model, forecast_with_fit
+from .select import forecast_with_fit
+from .selection import SelectedModel
 from .series import DAY, Series
 
 __all__ = ["forecast_report", "skill_summary"]
@@ -20,45 +19,30 @@ def forecast_report(
     model: str = "auto",
     interval: float = DEFAULT_INTERVAL,
     max_history_s: float = 28 * DAY,
-    skill_origins: int = 3,
 ) -> dict[str, Any]:
-    """The forecast plus its skill on this same history: a rolling-origin backtest over the
-    last `skill_origins` horizons (each model fitted on what came before each origin) of the
-    model used against the seasonal-naive and last-value baselines. Times are epoch seconds."""
+    """The forecast plus its skill on this same history: the backtest the selection ran on the
+    training window (hourly origins over its last days, each model fitted on what came before
+    them): the served model's MASE next to the baselines' and the other candidates'. Times
+    are epoch seconds. `skill` is None when the history was too short to backtest."""
     series = series.tail(max_history_s)
     fc, fitted = forecast_with_fit(series, horizon, model, interval)
     out = fc.to_dict()
     out["skill"] = None
     out["history_points"] = series.observed
-    if fc.model is None:
+    if not isinstance(fitted, SelectedModel):
+        if fc.model is not None:
+            out["note"] += "; skill not shown yet: the history is too short to backtest this model"
         return out
-    n = len(series)
-    origins = [n - horizon * j for j in range(skill_origins, 0, -1)]
-    first = origins[0]
-    # only backtest where the model used now would also have been used at the first origin
-    name_then, _ = (
-        choose_model(Series(series.start, series.step_s, series.values[:first]), fc.model) if first > 0 else (None, "")
-    )
-    if first <= 0 or name_then != fc.model:
-        out["note"] += "; skill not shown yet: the history is too short to backtest this model"
-        return out
-    models = [fc.model] + [b for b in BASELINES if b != fc.model]
-    bt = backtest(series, horizon, models, origins=origins, interval=interval)
-    out["skill"] = bt.to_dict()
-    scale = bt.models[fc.model].band_scale
-    if fitted is not None and scale != 1.0:  # the band, calibrated on this history's own misses
-        _, lower, upper = fitted.predict(series.values, horizon, interval, scale)
-        out["lower"] = [round(float(x), 3) for x in lower]
-        out["upper"] = [round(float(x), 3) for x in upper]
-    out["band_scale"] = round(scale, 3)
-    scores = {k: v.mase for k, v in bt.models.items() if math.isfinite(v.mase)}
-    if fc.model in scores:
-        best = min(scores, key=lambda k: (scores[k], k != fc.model))
-        if best != fc.model:
-            out["note"] += (
-                f"; on this history {best} backtested better (MASE {scores[best]:.2f} vs {scores[fc.model]:.2f}):"
-                " read the band, not just the line"
-            )
+    sel = fitted.selection
+    order = [sel.model, *BASELINES, *sorted(sel.mase)]
+    clean = sel.to_dict()["mase"]
+    out["skill"] = {
+        "horizon_steps": horizon,
+        "step_s": series.step_s,
+        "origins": sel.origins,
+        "models": {name: {"mase": clean[name]} for name in dict.fromkeys(order) if name in clean},
+        "selection": sel.to_dict(),
+    }
     return out
 
 

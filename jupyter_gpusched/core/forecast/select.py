@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .models import DEFAULT_INTERVAL, MODELS, Fitted, LastValueModel, MeanModel, SeasonalNaiveModel
-from .prophet import ProphetModel
-from .series import DAY, WEEK, Series, season_steps
+from .fitting import MIN_PROPHET_S, MIN_WEEKLY_S, fit, fit_with_fallback
+from .models import DEFAULT_INTERVAL, MODELS, Fitted
+from .selection import DEFAULT_SELECT_HORIZON, ENSEMBLE, MIN_FIT_S, fit_selected
+from .series import DAY, Series
 
 __all__ = [
     "MIN_PROPHET_S",
@@ -24,56 +24,44 @@ __all__ = [
     "forecast_with_fit",
 ]
 
-MIN_PROPHET_S = 2 * DAY  # Prophet's daily seasonality needs two cycles
-MIN_WEEKLY_S = 2 * WEEK  # weekly seasonality needs two weeks
-
-
-def fit(model: str, series: Series, lo: int = 0, hi: int | None = None) -> Fitted:
-    """Fit `model` on `series.values[lo:hi]`. Raises ImportError when Prophet is missing."""
-    hi = len(series) if hi is None else hi
-    m = season_steps(series.step_s)
-    if model in ("prophet-ar", "prophet"):
-        span = (hi - lo) * series.step_s
-        return ProphetModel(series, lo, hi, m, anchor=model == "prophet-ar", weekly=span >= MIN_WEEKLY_S)
-    cls = {"seasonal-naive": SeasonalNaiveModel, "last-value": LastValueModel, "mean": MeanModel}.get(model)
-    if cls is None:
-        raise ValueError(f"unknown model {model!r}; use one of {', '.join(MODELS)}")
-    t0 = time.perf_counter()
-    out = cls(series, lo, hi, m)
-    out.fit_s = time.perf_counter() - t0
-    return out
-
 
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds < 2 * DAY else f"{seconds / DAY:.1f} days"
 
 
-def choose_model(series: Series, wanted: str = "auto") -> tuple[str | None, str]:
-    """The model to use on this history, and a sentence saying why (fallbacks say so)."""
+def choose_model(series: Series, wanted: str = "auto", horizon: int = DEFAULT_SELECT_HORIZON) -> tuple[str | None, str]:
+    """The model to use on this history, and a sentence saying why (fallbacks say so).
+    ``auto`` means: selected by backtest (`selection.select`) where the history allows it."""
     span = series.span_s
     if series.observed == 0:
         return None, "no demand history yet: no forecast"
-    if wanted not in ("auto", *MODELS):
-        raise ValueError(f"unknown model {wanted!r}; use auto or one of {', '.join(MODELS)}")
+    if wanted not in ("auto", ENSEMBLE, *MODELS):
+        raise ValueError(f"unknown model {wanted!r}; use auto, ensemble or one of {', '.join(MODELS)}")
     ok = series.values[~np.isnan(series.values)]
     if wanted == "auto" and float(ok.max() - ok.min()) == 0.0:
         return (
             "mean",
             f"demand has been constant ({ok[0]:g} GPUs) over the {_hours(span)} of history: forecasting that value",
         )
-    if wanted in ("auto", "prophet-ar", "prophet") and span < DAY:
+    if wanted in ("auto", ENSEMBLE) and span < MIN_FIT_S + horizon * series.step_s:
+        return "latest", (
+            f"only {_hours(span)} of history (selecting a model by backtest needs {_hours(MIN_FIT_S)} plus the horizon):"
+            " falling back to the latest demand, held"
+        )
+    if wanted in ("auto", ENSEMBLE):
+        return wanted, "selected by backtest"
+    if wanted in ("prophet-ar", "prophet") and span < DAY:
         return "mean", f"only {_hours(span)} of history (a seasonal model needs a day): falling back to the mean"
-    if wanted in ("auto", "prophet-ar", "prophet") and span < MIN_PROPHET_S:
+    if wanted in ("prophet-ar", "prophet") and span < MIN_PROPHET_S:
         return "seasonal-naive", (
             f"only {_hours(span)} of history (Prophet needs 2 days): falling back to seasonal-naive (same time yesterday)"
         )
     if wanted == "seasonal-naive" and span < DAY:
         return "mean", f"only {_hours(span)} of history (seasonal-naive needs a day): falling back to the mean"
-    if wanted in ("auto", "prophet-ar", "prophet"):
-        name = "prophet" if wanted == "prophet" else "prophet-ar"
+    if wanted in ("prophet-ar", "prophet"):
         weekly = "daily and weekly" if span >= MIN_WEEKLY_S else "daily (weekly needs 2 weeks of history)"
-        anchor = ", anchored on the latest demand (AR(1) on its residuals)" if name == "prophet-ar" else ""
-        return name, f"Prophet with {weekly} seasonality{anchor}, fitted on {_hours(span)} of history"
+        anchor = ", anchored on the latest demand (AR(1) on its residuals)" if wanted == "prophet-ar" else ""
+        return wanted, f"Prophet with {weekly} seasonality{anchor}, fitted on {_hours(span)} of history"
     return wanted, f"{wanted} forecast as asked, from {_hours(span)} of history"
 
 
@@ -125,7 +113,7 @@ def forecast_with_fit(series: Series, horizon: int, model: str, interval: float)
     if not 0 < interval < 1:
         raise ValueError("interval must be between 0 and 1")
     times = series.time_of(len(series)) + series.step_s * np.arange(horizon)
-    fitted, note = fit_model(series, model)
+    fitted, note = fit_model(series, model, horizon)
     if fitted is None:
         empty = np.zeros(0)
         return Forecast(empty, empty, empty, empty, None, note, series.step_s, interval), None
@@ -133,32 +121,26 @@ def forecast_with_fit(series: Series, horizon: int, model: str, interval: float)
     return Forecast(times, p, lo, hi, fitted.model, note, series.step_s, interval, fitted.fit_s), fitted
 
 
-def fit_model(series: Series, wanted: str = "auto") -> tuple[Fitted | None, str]:
-    """Choose (`choose_model`) and fit a model on the whole series, falling back when
-    Prophet is missing or fails. (None, why) when there is no history."""
-    name, note = choose_model(series, wanted)
+def fit_model(series: Series, wanted: str = "auto", horizon: int | None = None) -> tuple[Fitted | None, str]:
+    """Choose (`choose_model`) and fit a model on the whole series, falling back when a
+    library is missing or a fit fails. (None, why) when there is no history. ``auto`` selects
+    by backtest at `horizon` (default 1 hour); a model named with a `horizon` is fitted the same
+    way (scored against the baselines, with the band of its own backtest errors)."""
+    name, note = choose_model(series, wanted, horizon or DEFAULT_SELECT_HORIZON)
     if name is None:
         return None, note
-    return fit_with_fallback(name, note, series)
-
-
-def fit_with_fallback(
-    name: str, note: str, series: Series, lo: int = 0, hi: int | None = None, cache: dict | None = None
-) -> tuple[Fitted, str]:
-    """`fit` `name` on `series.values[lo:hi]`, falling back to a baseline (and saying why in
-    the note) when Prophet is missing or fails. Prophet fits are shared through `cache`."""
-    hi = len(series) if hi is None else hi
-    key = ("prophet", lo, hi)
-    if cache is not None and name in ("prophet", "prophet-ar") and key in cache:
-        return cache[key].variant(name == "prophet-ar"), note
-    try:
-        fitted = fit(name, series, lo, hi)
-        if cache is not None and isinstance(fitted, ProphetModel):
-            cache[key] = fitted
-        return fitted, note
-    except ImportError:
-        why = "Prophet is not installed (pip install prophet)"
-    except Exception as exc:  # Stan failures and the like: never fail the forecast
-        why = f"Prophet failed ({type(exc).__name__}: {exc})"
-    fallback = "seasonal-naive" if (hi - lo) * series.step_s >= DAY else "mean"
-    return fit(fallback, series, lo, hi), f"{why}: falling back to {fallback}"
+    steps = horizon or DEFAULT_SELECT_HORIZON
+    if name in ("auto", ENSEMBLE):
+        fitted, sel = fit_selected(series, 0, len(series), steps, force=None if name == "auto" else ENSEMBLE)
+        if fitted is not None and sel is not None:
+            return fitted, "; ".join([sel.why, *fitted.notes])
+        name, note = "latest", "too little history to select a model by backtest: the latest demand, held"
+    cache: dict = {}
+    plain, note = fit_with_fallback(name, note, series, cache=cache)
+    if horizon is None or name != wanted or plain.model != name:  # a fallback: no backtest of it
+        return plain, note
+    # a model asked for by name: scored against the baselines, with the band of its backtest errors
+    fitted, sel = fit_selected(series, 0, len(series), steps, cache, force=name)
+    if fitted is None or sel is None or not sel.forced:
+        return plain, note
+    return fitted, f"{note}; {sel.why}"

@@ -18,16 +18,27 @@ DEFAULT_STEP_S = 600.0
 @dataclass(frozen=True)
 class Series:
     """Values on a regular grid: `values[i]` is the mean over [start + i*step, start + (i+1)*step).
-    NaN marks a bucket with no observation."""
+    NaN marks a bucket with no observation. `latest[i]` (optional) is the last sample in bucket
+    i: where demand stood at the end of it, which a step inside the bucket leaves the mean short of."""
 
     start: float
     step_s: float
     values: np.ndarray
+    latest: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if not (self.step_s > 0 and math.isfinite(self.step_s)):
             raise ValueError("step_s must be a positive number of seconds")
         object.__setattr__(self, "values", np.asarray(self.values, dtype=float))
+        if self.latest is not None:
+            latest = np.asarray(self.latest, dtype=float)
+            if latest.shape != self.values.shape:
+                raise ValueError("latest must have one value per bucket")
+            object.__setattr__(self, "latest", latest)
+
+    def head(self, n: int) -> Series:
+        """The first `n` buckets (what was known at the start of bucket n)."""
+        return Series(self.start, self.step_s, self.values[:n], None if self.latest is None else self.latest[:n])
 
     def __len__(self) -> int:
         return len(self.values)
@@ -55,20 +66,24 @@ class Series:
         if n >= len(self.values):
             return self
         cut = len(self.values) - n
-        return Series(self.time_of(cut), self.step_s, self.values[cut:])
+        return Series(
+            self.time_of(cut), self.step_s, self.values[cut:], None if self.latest is None else self.latest[cut:]
+        )
 
 
 def regularize(
     times: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray, step_s: float = DEFAULT_STEP_S
 ) -> Series:
     """Bucket samples at epoch seconds `times` into a grid of `step_s` (aligned on multiples
-    of `step_s`): the mean of each bucket, NaN where a bucket has no sample."""
+    of `step_s`): the mean of each bucket, NaN where a bucket has no sample; `latest` holds
+    each bucket's last sample."""
     t = np.asarray(times, dtype=float)
     v = np.asarray(values, dtype=float)
     if t.shape != v.shape:
         raise ValueError("times and values must have the same length")
     keep = np.isfinite(t) & np.isfinite(v)
-    t, v = t[keep], v[keep]
+    order = np.argsort(t[keep], kind="stable")
+    t, v = t[keep][order], v[keep][order]
     if len(t) == 0:
         return Series(0.0, step_s, np.zeros(0))
     b = np.floor(t / step_s).astype(np.int64)
@@ -79,7 +94,10 @@ def regularize(
     counts = np.bincount(idx, minlength=n)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-    return Series(b0 * step_s, step_s, out)
+    latest = np.full(n, np.nan)
+    ends = np.flatnonzero(np.r_[idx[1:] != idx[:-1], True])  # sorted by time: each bucket's last sample
+    latest[idx[ends]] = v[ends]
+    return Series(b0 * step_s, step_s, out, latest)
 
 
 def season_steps(step_s: float) -> int:

@@ -3,8 +3,9 @@
 Query: `horizon` (minutes ahead, default 1440), `tenant` (default: all tenants summed),
 `series` (`requested`: GPUs queued + running, the default; `allocated`; or `gpu_busy`: GPUs
 busy according to a Prometheus server's DCGM metrics, where `c.GPUSched.prometheus_url` is
-set), `model` (`auto`, the default, or one of core.forecast.MODELS). The work (history,
-fit, cache) is the service's: `service/forecasting.py`.
+set), `model` (`auto`, the default: the model selected by backtest on this history for this
+horizon; `ensemble`; or one of core.forecast.MODELS). The work (history, selection, fit,
+cache) is the service's: `service/forecasting.py`.
 """
 
 from __future__ import annotations
