@@ -5,7 +5,7 @@ refuses it (403) to a signed-in user who is not one.
 The server here knows two users by token (TokenUsers below): the server's token is
 "alice", an admin (c.GPUSched.admin_users), and "bob-token" is "bob", who is not. When
 ../shared/traces is there, the store is seeded with 8 days of real per-minute demand (a
-Helios Earth VC) so the dashboard shows a Prophet forecast with its skill."""
+Helios Earth VC) so the dashboard shows the selected forecast with its skill."""
 
 from __future__ import annotations
 
@@ -155,13 +155,13 @@ def test_dashboard_runs_top_to_bottom_in_a_real_kernel(dash_server, monkeypatch)
     html = " ".join(str(m["state"].get("value", "")) for m in models if m["model_name"] == "HTMLModel")
     assert "GPUs allocated" in html and "updated" in html
     assert "queued" in html or "No alerts" in html or "alert" in html
-    if dash_server.seeded:  # 8 days of real demand: Prophet, with a backtested skill
+    if dash_server.seeded:  # 8 days of real demand: the model selected by backtest, with its skill
         fc = requests.get(
             f"{dash_server.url}gpusched/api/forecast",
             headers={"Authorization": f"token {dash_server.token}"},
             timeout=60,
         ).json()
-        assert fc["model"] == "prophet-ar" and fc["skill"] is not None, fc["note"]
+        assert fc["model"] == fc["skill"]["selection"]["model"], fc["note"]
 
 
 def test_voila_renders_the_dashboard_for_an_admin(dash_server):
