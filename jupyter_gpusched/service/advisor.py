@@ -127,7 +127,6 @@ class Advisor:
             "forecast": {
                 "model": report.get("model"),
                 "note": report.get("note", ""),
-                "band_scale": report.get("band_scale"),
             },
             "pools": [dataclasses.asdict(p) for p in advice.pools],
             "decided_at": iso(now),
