@@ -389,7 +389,7 @@ def test_inventory_matches_this_machine():
     b = LocalBackend(node_name="n1", virtual_gpus=3)
     try:
         gpus = _real_gpu_count()
-        assert b.inventory() == [NodeSpec("n1", gpus or 3, pool="local")]
+        assert b.inventory() == [NodeSpec("n1", gpus or 3, pool="local", cpus=b.cpus, memory=b.memory)]
         used = b.gpu_memory_used_mib()
         assert set(used) == {("n1", i) for i in range(gpus)}
     finally:
@@ -408,7 +408,7 @@ def test_inventory_without_nvml_gives_virtual_gpus(monkeypatch, how):
 
         monkeypatch.setattr(pynvml, "nvmlInit", no_library)
     b = LocalBackend(node_name="n1", virtual_gpus=3)
-    assert b.inventory() == [NodeSpec("n1", 3, pool="local")]
+    assert b.inventory() == [NodeSpec("n1", 3, pool="local", cpus=b.cpus, memory=b.memory)]
     assert b.gpu_memory_used_mib() == {}
     b.close()
 
@@ -427,7 +427,7 @@ def test_inventory_and_memory_with_nvml(monkeypatch):
     )
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     b = LocalBackend(node_name="n1", virtual_gpus=8)
-    assert b.inventory() == [NodeSpec("n1", 2, pool="local")]
+    assert b.inventory() == [NodeSpec("n1", 2, pool="local", cpus=b.cpus, memory=b.memory)]
     assert b.gpu_memory_used_mib() == {("n1", 0): 512.0, ("n1", 1): 1024.0}
     b.close()
     assert calls == ["init", "shutdown"]
