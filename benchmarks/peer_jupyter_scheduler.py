@@ -37,9 +37,8 @@ import nbformat
 import psutil
 import requests
 
-from jupyter_gpusched.core import Job, JobSpec, JobState
-from jupyter_gpusched.store import Store, default_url
 from jupyter_gpusched.testing.net import free_port
+from jupyter_gpusched.testing.stores import prefill_finished_jobs
 
 TOKEN = "peer-bench-" + secrets.token_hex(4)
 WORK = "import math\ntotal = sum(math.sqrt(i) for i in range(200_000))\nprint(round(total))"
@@ -267,18 +266,7 @@ def peer_server(base: Path, name: str, python: str) -> Server:
 
 
 def prefill_ours(server: Server, n: int) -> None:
-    store = Store(default_url(server.folder / "data"))
-    now = time.time() - 86400
-    jobs = []
-    for i in range(n):
-        job = Job(id=f"old{i:06d}", spec=JobSpec("work.ipynb", owner="bench"), submitted_at=now + i, seq=i)
-        job.state = JobState.SUCCEEDED
-        job.first_started_at = job.started_at = now + i + 1
-        job.finished_at = now + i + 60
-        jobs.append(job)
-    for start in range(0, n, 2000):
-        store.record(jobs[start : start + 2000])
-    store.close()
+    prefill_finished_jobs(server.folder / "data", n, notebook="work.ipynb")
 
 
 def list_latency(base: Path, peer_python: str, n: int, reps: int = 15) -> tuple[float, float]:

@@ -24,8 +24,7 @@ from pathlib import Path
 import nbformat
 import requests
 
-from jupyter_gpusched.core import Job, JobSpec, JobState, Priority
-from jupyter_gpusched.store import Store, default_url
+from jupyter_gpusched.testing.stores import prefill_finished_jobs
 
 TOKEN = "bench-token"
 
@@ -42,24 +41,7 @@ def notebook(path: Path, source: str) -> None:
 
 
 def prefill(data_dir: Path, n: int) -> None:
-    store = Store(default_url(data_dir))
-    now = time.time() - 86400
-    jobs = []
-    for i in range(n):
-        spec = JobSpec(
-            "done.ipynb",
-            gpus=1 + i % 4,
-            priority=Priority(i % 3),
-            tenant="default",
-            owner=os.environ.get("USER", "bench"),
-        )
-        job = Job(id=f"old{i:06d}", spec=spec, submitted_at=now + i, seq=i, state=JobState.SUCCEEDED)
-        job.first_started_at = job.started_at = now + i + 1
-        job.finished_at = now + i + 60
-        jobs.append(job)
-    for start in range(0, n, 2000):
-        store.record(jobs[start : start + 2000])
-    store.close()
+    prefill_finished_jobs(data_dir, n, owner=os.environ.get("USER", "bench"))
 
 
 def main() -> int:
