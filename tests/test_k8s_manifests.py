@@ -311,6 +311,13 @@ def test_a_notebook_that_exits_non_zero_fails_the_job():
     assert v.kind == "failed" and "BackoffLimitExceeded" in v.message and "exit code 1" in v.message
 
 
+def test_a_runner_whose_kernel_did_not_start_is_a_launch_failure_not_the_notebooks():
+    failed = ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    v = _verdict(_job(failed), _pod(exit_code=4))
+    assert v.kind == "not_started" and "kernel did not start" in v.message and v.want == "done"
+    assert _verdict(_job(failed), _pod(exit_code=4, attempt=0)).kind == "failed"  # another attempt's pod
+
+
 def test_a_pod_the_node_failed_without_a_container_error_loses_the_job():
     failed = ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
     v = _verdict(_job(failed), _pod(reason="UnexpectedAdmissionError"))

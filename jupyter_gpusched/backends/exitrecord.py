@@ -26,6 +26,9 @@ LAUNCH_INFO = "launch.json"  # written by LocalBackend.launch (see base.py's job
 
 ExitStatus = Literal["succeeded", "failed", "not_started"]
 EXIT_STATUSES = ("succeeded", "failed", "not_started")
+# The runner's exit code when its kernel could not start: a launch failure, not the notebook's (the Kubernetes
+# backend reads it from the pod, where no exit record reaches the service).
+EXIT_NOT_STARTED = 4
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ from .base import (
     validate_parameters,
     write_atomic,
 )
-from .exitrecord import ExitRecord, ExitStatus, write_exit_record
+from .exitrecord import EXIT_NOT_STARTED, ExitRecord, ExitStatus, write_exit_record
 from .kernelstart import StartSlot, default_max_starts, kernel_files, pick_transport, start_deadline
 from .local import format_seconds, max_runtime_message
 from .logcap import DEFAULT_MAX_LOG_BYTES, LogPump
@@ -63,7 +63,6 @@ EXIT_OK = 0
 EXIT_CELL_ERROR = 1
 EXIT_ERROR = 2
 EXIT_MAX_RUNTIME = 3
-EXIT_NOT_STARTED = 4
 DEFAULT_KERNEL_START_TIMEOUT = 60.0  # seconds for kernel_info to be answered, before the load factor
 KERNEL_STOP_GRACE = 1.5  # seconds between SIGTERM and SIGKILL for the kernel's group
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ...core.model import NodeSpec, Pool
 from ..base import BackendUpdate, UpdateKind
+from ..exitrecord import EXIT_NOT_STARTED
 from .config import KubernetesConfig
 from .names import A_ATTEMPT
 from .state import Tracked
@@ -145,6 +146,17 @@ def _exit_detail(pod: Mapping) -> str:
     return detail
 
 
+def _exited_with(pods: Mapping[str, Mapping], attempt: int, code: int) -> bool:
+    """Did a container of the attempt's pods exit with `code`?"""
+    for pod in pods.values():
+        if (pod["metadata"].get("annotations") or {}).get(A_ATTEMPT) != str(attempt):
+            continue
+        for cs in (pod.get("status") or {}).get("containerStatuses") or ():
+            if ((cs.get("state") or {}).get("terminated") or {}).get("exitCode") == code:
+                return True
+    return False
+
+
 def _by_age(pods: Mapping[str, Mapping]) -> list[Mapping]:
     return sorted(pods.values(), key=lambda p: p["metadata"].get("creationTimestamp") or "")
 
@@ -221,6 +233,9 @@ def evaluate(
         lost = lost_pod(pods, t.attempt, failed)
         if lost is not None:
             return Verdict("lost", lost, note=lost, want="done")
+        if _exited_with(pods, t.attempt, EXIT_NOT_STARTED):
+            why = "the kernel did not start (the runner's exit code 4)"
+            return Verdict("not_started", why, note=f"the Job failed: {why}; back in line", want="done")
         message = failure_message(kj, pods, failed)
         return Verdict("failed", message, note=f"the Job failed: {message}", want="done")
     if kj["spec"].get("suspend") or observed != t.attempt:
