@@ -122,7 +122,9 @@ export function resubmitBody(d: IJobDetail): IJobSubmit {
     preemptible: d.preemptible,
     max_retries: d.max_retries,
     gpu_type: d.gpu_type,
-    stall_timeout: d.stall_timeout
+    stall_timeout: d.stall_timeout,
+    cpus: d.cpus,
+    memory: d.memory
   };
 }
 

@@ -89,6 +89,9 @@ export interface IJobDetail extends IJob {
   parameters: Record<string, unknown>;
   max_retries: number;
   gpu_type: string | null;
+  /** CPUs and MiB of memory reserved on each node it runs on (0: not counted). */
+  cpus: number;
+  memory: number;
   /** 0-based place in line while queued. */
   position: number | null;
   estimated_start: string | null;
@@ -112,6 +115,8 @@ export interface IJobSubmit {
   max_retries?: number;
   gpu_type?: string | null;
   stall_timeout?: number | null;
+  cpus?: number;
+  memory?: number;
 }
 
 /** The fields of `IJobSubmit`, in the API's order (held equal to openapi.yaml by a test). */
@@ -125,7 +130,9 @@ export const SUBMIT_FIELDS: ReadonlyArray<keyof IJobSubmit> = [
   'preemptible',
   'max_retries',
   'gpu_type',
-  'stall_timeout'
+  'stall_timeout',
+  'cpus',
+  'memory'
 ];
 
 export interface IJobList {

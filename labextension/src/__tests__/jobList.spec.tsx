@@ -32,7 +32,9 @@ function job(
     attempts: 1,
     preemptions: 0,
     progress,
-    message: ''
+    message: '',
+    stalled_since: null,
+    waiting_on_data: null
   };
 }
 

@@ -254,6 +254,8 @@ describe('JobsModel', () => {
       position: 3,
       estimated_start: null,
       stall_timeout: null,
+      cpus: 0,
+      memory: 0,
       activity: null,
       gpu_hours: { allocated: 0, idle: 0, waiting_on_data: 0 }
     });

@@ -29,6 +29,8 @@ const detail: IJobDetail = {
   position: null,
   estimated_start: null,
   stall_timeout: 900,
+  cpus: 2,
+  memory: 4096,
   activity: null,
   gpu_hours: { allocated: 0, idle: 0, waiting_on_data: 0 }
 };
