@@ -110,8 +110,8 @@ def test_success_and_failure_with_parameters_env_log_and_progress(tmp_path, back
     progress = [u.progress for u in beats if u.progress is not None]
     assert progress and progress == sorted(progress), progress
     assert any(0 < done < total for done, total in progress), progress  # seen mid-run
-    # 4 code cells: parameters, the injected one, 3 of ours
-    assert progress[-1] == (5, 5) and ups[-1].progress == (5, 5)
+    # 4 code cells of the notebook's own: parameters and 3 more (papermill's injected cell does not count)
+    assert progress[-1] == (4, 4) and ups[-1].progress == (4, 4)
     assert all(a.time <= b.time for a, b in zip(beats, beats[1:], strict=False))
 
     job_dir = tmp_path / "jobs" / "good"
