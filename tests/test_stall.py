@@ -136,13 +136,16 @@ def test_a_stalled_job_is_requeued_or_failed_by_the_policy_and_its_gpus_freed(tm
             f"the job {on_stall}d",
         )
         history = reasons(service, job.id)
-        stalled_at = next(
+        # the last stall mark (on a loaded machine the cell's first output can come after an early one)
+        stalled_at = max(
             i for i, (dst, why) in enumerate(history) if "stalled: no progress" in why and dst == JobState.RUNNING.value
         )
         moves = [dst for dst, _ in history[stalled_at + 1 : stalled_at + 1 + len(ends)]]
         assert moves == [e.value for e in ends] and f"{on_stall} by c.GPUSched.on_stall" in history[stalled_at + 1][1]
         run_until(service, lambda: job.id not in service.kills, 30, "the kill to end")
-        assert service.stalls.stalls[{"requeue": "requeued", "fail": "failed"}[on_stall]] == 1
+        # one count per stall mark (a loaded machine may show an early mark that the cell's output then clears)
+        marks = sum(1 for dst, why in reasons(service, job.id) if dst == "RUNNING" and "stalled: no progress" in why)
+        assert service.stalls.stalls[{"requeue": "requeued", "fail": "failed"}[on_stall]] == marks >= 1
         if on_stall == "fail":  # its GPUs are free and its processes gone
             assert service.get(job.id).state is JobState.FAILED and not service.backend.running()
             assert service.scheduler.cluster.free_gpus == 2

@@ -407,7 +407,9 @@ class Service(ServiceViews):
         job_dir.mkdir(parents=True, exist_ok=True)
         info = self.info.setdefault(job.id, JobInfo())
         info.job_dir, info.heartbeat_at, info.progress, info.message = str(job_dir), now, None, ""
-        info.progress_at, info.stalled_since, info.activity, info.waiting_on_data = now, None, None, None
+        # The stall clock starts with the first report from the running notebook, not at launch: bringing a
+        # kernel up is not a stall (one that never comes up is the start deadline's business).
+        info.progress_at, info.stalled_since, info.activity, info.waiting_on_data = None, None, None, None
         self.stalls.forget(job.id)
         gpu_ids = tuple(g for _, ids in job.allocation for g in ids)
         try:
