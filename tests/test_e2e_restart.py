@@ -53,7 +53,9 @@ def test_kill_and_restart_loses_nothing(tmp_path):
     server = new_live_server(tmp_path, "--GPUSched.local_gpus=1")
     root, data, port = server.root, server.data, server.port
     make_notebook(
-        root / "long.ipynb", "import time\nprint('long start', flush=True)\ntime.sleep(6)\nprint('long done')"
+        # long enough to be still running when the server is back (a job is RUNNING once its kernel answered)
+        root / "long.ipynb",
+        "import time\nprint('long start', flush=True)\ntime.sleep(20)\nprint('long done')",
     )
     make_notebook(root / "quick.ipynb", "print('quick', n)", parameters="n = 0")
     server.start()
