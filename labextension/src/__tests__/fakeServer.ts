@@ -1,6 +1,8 @@
 /** A fake `fetch` for ServerConnection: routes by method + path, records every request. */
 import { ServerConnection } from '@jupyterlab/services';
 
+import { IJob, JobState } from '../tokens';
+
 export interface IRecorded {
   method: string;
   url: URL;
@@ -77,4 +79,36 @@ export class FakeServer {
     }
     return route(rec);
   }
+}
+
+/** A job as the API lists it; `extra` overrides any field. */
+export function makeJob(
+  id: string,
+  state: JobState,
+  extra: Partial<IJob> = {}
+): IJob {
+  return {
+    id,
+    state,
+    notebook: `${id}.ipynb`,
+    gpus: 1,
+    priority: 'normal',
+    tenant: 'default',
+    owner: 'me',
+    created: '2026-01-01T00:00:00.000+00:00',
+    started: null,
+    finished: null,
+    reason: '',
+    preemptible: false,
+    max_runtime: null,
+    allocation: [],
+    borrowed: false,
+    attempts: 0,
+    preemptions: 0,
+    progress: null,
+    message: '',
+    stalled_since: null,
+    waiting_on_data: null,
+    ...extra
+  };
 }

@@ -6,36 +6,19 @@ import { GPUSchedAPI } from '../api';
 import { IJobActions, JobList } from '../components/JobList';
 import { JobsModel } from '../model';
 import { IJob, JobState } from '../tokens';
-import { FakeServer, json } from './fakeServer';
+import { FakeServer, json, makeJob } from './fakeServer';
 
 function job(
   id: string,
   state: JobState,
   progress: [number, number] | null
 ): IJob {
-  return {
-    id,
-    state,
-    notebook: `${id}.ipynb`,
-    gpus: 1,
-    priority: 'normal',
-    tenant: 'default',
-    owner: 'me',
-    created: '2026-01-01T00:00:00.000+00:00',
+  return makeJob(id, state, {
     started: '2026-01-01T00:00:01.000+00:00',
     finished: TERMINAL.has(state) ? '2026-01-01T00:00:09.000+00:00' : null,
-    reason: '',
-    preemptible: false,
-    max_runtime: null,
-    allocation: [],
-    borrowed: false,
     attempts: 1,
-    preemptions: 0,
-    progress,
-    message: '',
-    stalled_since: null,
-    waiting_on_data: null
-  };
+    progress
+  });
 }
 
 const TERMINAL = new Set<JobState>(['SUCCEEDED', 'FAILED', 'CANCELLED']);

@@ -1,34 +1,7 @@
 import { GPUSchedAPI } from '../api';
 import { IJobTransition, JobsModel } from '../model';
-import { IJob, JobState } from '../tokens';
-import { FakeServer, json } from './fakeServer';
-
-function job(id: string, state: JobState, extra: Partial<IJob> = {}): IJob {
-  return {
-    id,
-    state,
-    notebook: `${id}.ipynb`,
-    gpus: 1,
-    priority: 'normal',
-    tenant: 'default',
-    owner: 'me',
-    created: '2026-01-01T00:00:00.000+00:00',
-    started: null,
-    finished: null,
-    reason: '',
-    preemptible: false,
-    max_runtime: null,
-    allocation: [],
-    borrowed: false,
-    attempts: 0,
-    preemptions: 0,
-    progress: null,
-    message: '',
-    stalled_since: null,
-    waiting_on_data: null,
-    ...extra
-  };
-}
+import { IJob } from '../tokens';
+import { FakeServer, json, makeJob as job } from './fakeServer';
 
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
 
