@@ -43,6 +43,11 @@ class PriceList:
         """The price of `gpu_s` GPU-seconds on `pool`."""
         return gpu_s * self.rate(pool)
 
+    def ondemand_reference(self) -> float:
+        """What a spot GPU-hour would have cost on demand, for spot savings: the dearest
+        on-demand price (0 when there is no on-demand pool)."""
+        return max((v for p, v in self.per_gpu_hour.items() if p not in self.spot), default=0.0)
+
     def spot_part(self, by_pool: Mapping[str, float]) -> float:
         """The part of per-pool amounts (costs, GPU-seconds) that falls on spot pools."""
         return sum(v for p, v in by_pool.items() if p in self.spot)

@@ -150,6 +150,7 @@ class Job:
     attained_gpu_s: float = 0.0  # GPU-seconds of service so far (all attempts)
     last_checkpoint_at: float | None = None
     reason: str = ""  # why it is in its current state
+    budget_demoted: bool = False  # its tenant is over a soft budget: ordered as the lowest class
 
     @property
     def gpus(self) -> int:
@@ -190,6 +191,7 @@ class Event:
     dst: JobState
     reason: str = ""
     actor: str = "scheduler"
+    pool: str | None = None  # on ADMITTED: the pool of the GPUs it was given (for accounting)
 
 
 def transition(job: Job, dst: JobState, now: float, reason: str = "", actor: str = "scheduler") -> Event:

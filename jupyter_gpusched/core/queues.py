@@ -21,11 +21,16 @@ from .model import Job, Priority
 QueueKey = Callable[[Job], tuple]
 
 
+def effective_priority(job: Job) -> Priority:
+    """The class a job is ordered by: the lowest while its tenant is over a soft budget."""
+    return Priority.LOW if job.budget_demoted else job.spec.priority
+
+
 def aged_key(aging_interval: float) -> QueueKey:
     """Order by virtual submit time (priority head start), then submission order."""
 
     def key(job: Job) -> tuple:
-        return (job.submitted_at - int(job.spec.priority) * aging_interval, job.seq)
+        return (job.submitted_at - int(effective_priority(job)) * aging_interval, job.seq)
 
     return key
 
@@ -35,7 +40,7 @@ def fifo_key(job: Job) -> tuple:
 
 
 def strict_priority_key(job: Job) -> tuple:
-    return (-int(job.spec.priority), job.submitted_at, job.seq)
+    return (-int(effective_priority(job)), job.submitted_at, job.seq)
 
 
 def starvation_bound(priority: Priority, aging_interval: float) -> float:

@@ -27,6 +27,8 @@ class QuotaLedger:
         self._unknown: dict[str, Tenant] = {}  # terms of tenants never configured (not registered)
         self.used: dict[str, int] = {}
         self.borrowed: dict[str, int] = {}
+        # Tenants past their budget -> "soft" (may not borrow) or "hard" (nothing new starts).
+        self.over_budget: dict[str, str] = {}
 
     def tenant(self, name: str) -> Tenant:
         """The tenant's terms; one never configured has no quota and may only borrow."""
@@ -44,10 +46,13 @@ class QuotaLedger:
 
     def classify(self, name: str, gpus: int) -> Admission:
         t = self.tenant(name)
+        budget = self.over_budget.get(name)
+        if budget == "hard":
+            return Admission.OVER_LIMIT
         after = self.used.get(name, 0) + gpus
         if after <= t.quota:
             return Admission.WITHIN_QUOTA
-        if self.allow_borrowing and after <= t.limit:
+        if self.allow_borrowing and budget is None and after <= t.limit:
             return Admission.BORROW
         return Admission.OVER_LIMIT
 

@@ -8,9 +8,10 @@ The policy decides; `admit` and `preempt` below are the only places decisions ta
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .model import (
@@ -117,6 +118,7 @@ class Scheduler:
         if job.id in self.jobs:
             raise ValueError(f"duplicate job id {job.id}")
         self.jobs[job.id] = job
+        job.budget_demoted = self.ledger.over_budget.get(job.tenant) == "soft"
         self.queue.push(job)
         self.events.append(Event(job.id, now, None, JobState.QUEUED, "submitted", spec.owner or "user"))
         return job
@@ -225,7 +227,9 @@ class Scheduler:
     # --- decisions: the only place they take effect -----------------------------------------
     def admit(self, job: Job, allocation: Allocation, borrowed: bool, now: float, reason: str = "admitted") -> None:
         self.queue.remove(job.id)
-        self._move(job, JobState.ADMITTED, now, reason)
+        event = transition(job, JobState.ADMITTED, now, reason)
+        pool = self.cluster.pool_of(allocation[0][0]) if allocation and allocation[0][0] in self.cluster else None
+        self.events.append(dataclasses.replace(event, pool=pool))  # what budgets price its GPUs at
         self._hold(job, allocation, borrowed)
         self._decisions.append(Admit(job.id, allocation, borrowed))
 
@@ -251,6 +255,29 @@ class Scheduler:
         self.policy.schedule(self, now)
         out, self._decisions = self._decisions, []
         return out
+
+    def set_budgets(self, over: Mapping[str, str], why: Mapping[str, str] | None = None) -> None:
+        """The tenants now over their budget -> "soft" | "hard" (core/budget.py). Soft: their
+        queued jobs are ordered as the lowest class and may not borrow; hard: nothing new of
+        theirs starts (queued jobs show `why`); running jobs are never touched."""
+        why = why or {}
+        before = self.ledger.over_budget
+        self.ledger.over_budget = dict(over)
+        changed = {t for t in set(before) | set(over) if before.get(t) != over.get(t)}
+        if not changed and "hard" not in over.values():
+            return
+        for job in list(self.queue):
+            if job.tenant not in changed and not (job.tenant in why and job.reason != why[job.tenant]):
+                continue
+            demoted = over.get(job.tenant) == "soft"
+            if demoted != job.budget_demoted:
+                self.queue.remove(job.id)  # its key changes: re-sort it
+                job.budget_demoted = demoted
+                self.queue.push(job)
+            if over.get(job.tenant) == "hard":
+                job.reason = why.get(job.tenant, f"tenant {job.tenant} is over its budget")
+            elif before.get(job.tenant) == "hard":
+                job.reason = "budget available again"
 
     def drain_events(self) -> list[Event]:
         out, self.events = self.events, []
@@ -381,6 +408,7 @@ class Scheduler:
         self._move(job, JobState.QUEUED, now, reason)
         job.started_at = None
         job.admitted_at = None
+        job.budget_demoted = self.ledger.over_budget.get(job.tenant) == "soft"
         self.queue.push(job)
 
 
