@@ -26,6 +26,7 @@ __all__ = [
     "Held",
     "UsageLedger",
     "parse_budget",
+    "tenant_budgets",
     "period_bounds",
     "budget_status",
     "over_budget",
@@ -77,6 +78,15 @@ def parse_budget(where: str, terms: object) -> Budget:
     if enforce not in ENFORCE:
         raise ValueError(f"{where}.enforce: {enforce!r} is not one of soft, hard")
     return Budget(float(limit), units[0], period, reset_day, str(tz), enforce)
+
+
+def tenant_budgets(tenants: Mapping[str, object], where: str = "c.GPUSched.tenants") -> dict[str, Budget]:
+    """{tenant: Budget} from the tenants setting (each tenant's optional "budget" key)."""
+    out = {}
+    for name, terms in sorted(tenants.items()):
+        if isinstance(terms, Mapping) and terms.get("budget") is not None:
+            out[name] = parse_budget(f"{where}[{name!r}]['budget']", terms["budget"])
+    return out
 
 
 def period_bounds(budget: Budget, now: float) -> tuple[float, float, str]:
@@ -232,15 +242,15 @@ class UsageLedger:
                 cost += self.prices.cost(h.pool, got)
         return gpu_s, cost
 
-    def rows(self, since: float, until: float, now: float, by: str) -> list[dict]:
+    def rows(self, since: float, until: float, now: float, by: str, owner: str | None = None) -> list[dict]:
         """Showback rows for [since, until) grouped `by` tenant, user or job: GPU-hours, cost,
-        the spot part and what spot saved against on-demand prices."""
+        the spot part and what spot saved against on-demand prices. `owner`: that user's jobs only."""
         key = {"tenant": lambda h: h.tenant, "user": lambda h: h.owner, "job": lambda h: h.job_id}[by]
         ref = self.prices.ondemand_reference()
         out: dict[str, dict] = {}
         for h in self.held:
             got = h.gpu_s(since, until, now)
-            if got <= 0:
+            if got <= 0 or (owner is not None and h.owner != owner):
                 continue
             row = out.setdefault(
                 key(h),

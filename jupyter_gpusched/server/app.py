@@ -24,6 +24,7 @@ from ..backends.base import Backend
 from ..backends.kubernetes.config import TRAIT_NAMES as K8S_TRAIT_NAMES
 from ..backends.logcap import DEFAULT_MAX_LOG_BYTES
 from ..core import Pool, Tenant, policy_names
+from ..core.budget import tenant_budgets
 from ..core.health import HealthConfig
 from ..service import Service, ServiceConfig
 from ..service.advisor import parse_scaling
@@ -95,7 +96,9 @@ class GPUSched(ExtensionApp):
     tenants = Dict(
         config=True,
         help="Tenants and their terms: {name: {'quota': GPUs guaranteed, 'burst': extra GPUs it may borrow "
-        "(omit for any idle GPU)}}. Unset: one tenant, default_tenant, owning every GPU.",
+        "(omit for any idle GPU), 'budget': {'gpu_hours' or 'money': amount, 'period': 'day|week|month', "
+        "'reset_day': 1, 'timezone': 'UTC', 'enforce': 'soft|hard'} (optional; docs/budgets.md)}}. "
+        "Unset: one tenant, default_tenant, owning every GPU.",
     )
     default_tenant = Unicode(
         "default", config=True, help="Tenant of jobs that name none (and of users not in user_tenants)."
@@ -364,6 +367,7 @@ class GPUSched(ExtensionApp):
             root_dir=Path(self.serverapp.root_dir),
             policy=self.policy,
             tenants=self._tenants(),
+            budgets=tenant_budgets(self.tenants),
             default_tenant=self.default_tenant,
             user_tenants=dict(self.user_tenants),
             pools=self._pools(backend),

@@ -8,6 +8,7 @@ from jupyter_server.utils import url_path_join
 
 from .base import UnknownPathHandler
 from .handlers.cluster import ClusterHandler, MeHandler, MetricsHandler, QueuesHandler, UsageHandler
+from .handlers.budgets import UsageReportHandler
 from .handlers.forecast import ForecastHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobLogHandler, JobOutputHandler, JobsHandler
 from .handlers.scaling import ScalingHandler
@@ -26,6 +27,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + "/queues", QueuesHandler),
         (api + "/cluster", ClusterHandler),
         (api + "/usage", UsageHandler),
+        (api + "/usage/report", UsageReportHandler),
         (api + "/me", MeHandler),
         (api + "/forecast", ForecastHandler),
         (api + "/scaling", ScalingHandler),

@@ -47,9 +47,12 @@ from ..core import (
     SpecError,
     Tenant,
 )
+from ..core.budget import Budget
+from ..core.cost import PriceList
 from ..core.health import HealthConfig, leaked_gpus, lost_jobs, zombie_processes
 from ..store import Store
 from .advisor import Advisor, ScalingSettings
+from .budgets import Budgets
 from .forecasting import Forecasts
 from .info import JobInfo
 from .kills import Gpu, Kills
@@ -81,6 +84,7 @@ class ServiceConfig:
     prometheus: PrometheusSource = field(default_factory=PrometheusSource)  # the gpu_busy series
     scaling: ScalingSettings = field(default_factory=ScalingSettings)  # pool-size advice
     stalls: StallSettings = field(default_factory=StallSettings)  # running jobs that do nothing (stalls.py)
+    budgets: Mapping[str, Budget] = field(default_factory=dict)  # tenant -> its budget (budgets.py)
 
 
 MAX_LAUNCH_PAUSE = 60.0  # seconds; well inside HealthConfig.start_timeout, so a paused job is not lost
@@ -129,6 +133,7 @@ class Service(ServiceViews):
         self.forecasts = Forecasts(self.usage, clock, lambda: self.scheduler.ledger.tenants, config.prometheus)
         self.advisor = Advisor(self.scheduler, self.forecasts, clock, config.scaling, getattr(backend, "elastic", True))
         self.stalls = StallWatch(config.stalls, clock)
+        self.budgets = Budgets(config.budgets, PriceList.of(self.scheduler.cluster.pools.values()), self.store)
         self._requeue_at: dict[str, tuple[float, int, str]] = {}  # after a failed launch: (when, attempt, why)
         self._waiting_launch: dict[str, int] = {}  # job id -> attempt: admitted onto GPUs a kill still holds
         self._last_usage_minute: int | None = None
@@ -163,6 +168,7 @@ class Service(ServiceViews):
         now = self.clock()
         touched = []
         outcomes = {FINISHED: 0, NOT_STARTED: 0, LOST: 0}
+        self.budgets.load()
         rows = list(self.store.load_jobs())
         # A backend whose jobs outlive the service (Kubernetes) takes over those still running.
         adopted = self.backend.adopt({job.id: (job.state, job.allocation) for job, _ in rows}) or set()
@@ -269,6 +275,7 @@ class Service(ServiceViews):
         # a running job and admit it elsewhere: only the net outcome reaches the backend.
         held = {jid: _gpus(job) for jid, job in s.active.items()}  # a preempted job's GPUs, before the pass frees them
         first: dict[str, Admit | Preempt] = {}
+        self.budgets.enforce(s, now)
         for decision in s.schedule(now):
             if isinstance(decision, (Admit, Preempt)):  # pools are fixed here: Scale is the simulator's
                 first.setdefault(decision.job_id, decision)
@@ -466,6 +473,7 @@ class Service(ServiceViews):
         jobs = list(jobs)
         events = self.scheduler.drain_events()
         self.store.record(jobs, events, {j.id: self.info[j.id].to_dict() if j.id in self.info else {} for j in jobs})
+        self.budgets.feed(events, self.scheduler)
 
     def _record_usage(self, now: float) -> None:
         minute = int(now // 60)

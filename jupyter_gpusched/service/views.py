@@ -15,6 +15,7 @@ from typing import Any
 from ..backends.base import Backend, log_path, output_path
 from ..core import Job, Scheduler
 from ..store import Store
+from .budgets import Budgets
 from .errors import JobNotFound
 from .info import JobInfo
 
@@ -32,6 +33,7 @@ class ServiceViews:
     info: dict[str, JobInfo]
     jobs_dir: Path
     clock: Callable[[], float]
+    budgets: Budgets
 
     def get(self, job_id: str) -> Job:
         job = self.scheduler.jobs.get(job_id)
@@ -101,7 +103,10 @@ class ServiceViews:
         return {t: {k: round(v, 4) for k, v in row.items()} for t, row in out.items()}
 
     def queues(self) -> dict[str, dict]:
-        return self.scheduler.queues_view()
+        view = self.scheduler.queues_view()
+        for name, row in view.items():
+            row["budget"] = self.budgets.bar(name)  # None: no budget
+        return view
 
     def cluster(self) -> dict[str, Any]:
         c = self.scheduler.cluster

@@ -87,6 +87,7 @@ class EventRow(Base):
     dst: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str] = mapped_column(Text, default="")
     actor: Mapped[str] = mapped_column(String(255), default="")
+    pool: Mapped[str | None] = mapped_column(String(255), nullable=True)  # on ADMITTED: where (budgets)
 
 
 class UsageRow(Base):
@@ -98,6 +99,18 @@ class UsageRow(Base):
     tenant: Mapped[str] = mapped_column(String(255), primary_key=True)
     requested: Mapped[int] = mapped_column(Integer)
     allocated: Mapped[int] = mapped_column(Integer)
+
+
+class BudgetWarningRow(Base):
+    """A tenant reached 80% or 100% of its budget: recorded once per period and level."""
+
+    __tablename__ = "budget_warnings"
+
+    tenant: Mapped[str] = mapped_column(String(255), primary_key=True)
+    period: Mapped[str] = mapped_column(String(64), primary_key=True)
+    level: Mapped[int] = mapped_column(Integer, primary_key=True)
+    time: Mapped[float] = mapped_column(Float)
+    message: Mapped[str] = mapped_column(Text, default="")
 
 
 class MetaRow(Base):
@@ -201,12 +214,14 @@ def _job_from_row(row: JobRow) -> Job:
 def _add_new_columns(engine: Any) -> None:
     """A store made by an earlier version lacks the nullable columns added since (create_all adds none to an
     existing table): add them, empty."""
-    have = {c["name"] for c in inspect(engine).get_columns("jobs")}
-    missing = [c for c in JobRow.__table__.columns if c.name not in have and c.nullable]
-    with engine.begin() as conn:
-        for column in missing:
-            kind = column.type.compile(dialect=engine.dialect)
-            conn.execute(text(f'ALTER TABLE jobs ADD COLUMN "{column.name}" {kind}'))
+    for row in (JobRow, EventRow):
+        table = row.__tablename__
+        have = {c["name"] for c in inspect(engine).get_columns(table)}
+        missing = [c for c in row.__table__.columns if c.name not in have and c.nullable]
+        with engine.begin() as conn:
+            for column in missing:
+                kind = column.type.compile(dialect=engine.dialect)
+                conn.execute(text(f'ALTER TABLE {table} ADD COLUMN "{column.name}" {kind}'))
 
 
 class Store:
@@ -272,6 +287,7 @@ class Store:
                 dst=e.dst.value,
                 reason=e.reason,
                 actor=e.actor,
+                pool=e.pool,
             )
             for e in events
         ]
@@ -318,6 +334,45 @@ class Store:
             return [
                 Event(r.job_id, r.time, JobState(r.src) if r.src else None, JobState(r.dst), r.reason, r.actor)
                 for r in rows
+            ]
+
+    def held_events(self) -> list[tuple[Event, str, str, int]]:
+        """Every event that starts or ends holding GPUs, in order, with its job's tenant, owner and
+        GPUs: what budget accounting is rebuilt from when the service starts."""
+        moves = [s.value for s in (JobState.ADMITTED, JobState.RUNNING)]
+        q = (
+            select(EventRow, JobRow.tenant, JobRow.owner, JobRow.gpus)
+            .join(JobRow, JobRow.id == EventRow.job_id)
+            .where((EventRow.dst == JobState.ADMITTED.value) | EventRow.src.in_(moves))
+            .order_by(EventRow.id)
+        )
+        with Session(self.engine) as db:
+            return [
+                (
+                    Event(r.job_id, r.time, JobState(r.src) if r.src else None, JobState(r.dst), r.reason, r.actor, r.pool),
+                    tenant,
+                    owner,
+                    gpus,
+                )
+                for r, tenant, owner, gpus in db.execute(q)
+            ]
+
+    def record_budget_warning(self, tenant: str, period: str, level: int, time: float, message: str) -> bool:
+        """Record a budget warning unless this tenant, period and level has one; True if it is new."""
+        with Session(self.engine) as db, db.begin():
+            if db.get(BudgetWarningRow, (tenant, period, level)) is not None:
+                return False
+            db.add(BudgetWarningRow(tenant=tenant, period=period, level=level, time=time, message=message))
+            return True
+
+    def budget_warnings(self, tenant: str | None = None) -> list[dict[str, Any]]:
+        q = select(BudgetWarningRow).order_by(BudgetWarningRow.time)
+        if tenant is not None:
+            q = q.where(BudgetWarningRow.tenant == tenant)
+        with Session(self.engine) as db:
+            return [
+                dict(tenant=r.tenant, period=r.period, level=r.level, time=r.time, message=r.message)
+                for r in db.scalars(q)
             ]
 
     def count_jobs(self) -> int:
