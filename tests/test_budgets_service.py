@@ -90,7 +90,7 @@ def test_soft_budget_may_not_borrow_idle_gpus(tmp_path):
 def gpusched_config():
     return {
         "tenants": {"vision": {"quota": 2, "budget": {"gpu_hours": 100, "period": "month"}}, "nlp": {"quota": 0}},
-        "pools": {"default": {"price_per_gpu_hour": 2.5}},
+        "pools": {"local": {"price_per_gpu_hour": 2.5}},
         "user_tenants": {"bob": "nlp"},
         "admin_users": ["root-admin"],  # the caller (this process's user) is not an admin
     }
