@@ -25,8 +25,9 @@ import math
 import random
 import time as _time
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+from ..core.budget import Budget, UsageLedger, budget_status, over_budget
 from ..core.cost import PriceList
 from ..core.model import Admit, JobSpec, JobState, NodeSpec, Preempt, Scale
 from ..core.placement import Cluster
@@ -73,6 +74,7 @@ class Simulation:
         check_invariants: bool = False,
         record_series: bool = True,
         max_passes_per_instant: int = 4,
+        budgets: Mapping[str, Budget] | None = None,
     ):
         if estimates not in ("none", "exact", "trace"):
             raise ValueError("estimates must be none, exact or trace")
@@ -92,6 +94,9 @@ class Simulation:
         self.cluster = Cluster(nodes, [p.pool for p in pools])
         self.prices = PriceList.of(p.pool for p in pools)
         self.scheduler = Scheduler(self.cluster, tenants, self.policy, config)
+        # Budgets (core/budget.py), as the live service enforces them: spending fed from the events.
+        self.budgets = dict(budgets or {})
+        self.spending = UsageLedger(self.prices)
         self.seed = seed
         self.checkpoint = checkpoint or CheckpointModel()
         # The oracle alone is told true durations (or a scenario where users give estimates).
@@ -368,8 +373,26 @@ class Simulation:
         self._live[pool] -= 1
 
     # --- scheduling passes -------------------------------------------------------------------
+    def _feed_budgets(self, t: float) -> None:
+        s = self.scheduler
+        events = s.drain_events()
+        self._transitions += len(events)
+        if not self.budgets:
+            return
+        for e in events:
+            job = s.jobs[e.job_id]
+            self.spending.add(e, job.tenant, job.spec.owner, job.gpus, e.pool)
+        statuses = [budget_status(name, b, self.spending, t) for name, b in sorted(self.budgets.items())]
+        s.set_budgets(over_budget(statuses), {st.tenant: st.why() for st in statuses if st.state == "over"})
+        # a pass when the first over-budget period resets, though nothing else happens then
+        w = min((st.period_end for st in statuses if st.state == "over"), default=None)
+        if w is not None and t < w < self._next_wakeup:
+            self._next_wakeup = w
+            self._push(w, _WAKEUP, None)
+
     def _pass(self, t: float) -> None:
         s = self.scheduler
+        self._feed_budgets(t)
         for _ in range(self.max_passes):
             decisions = s.schedule(t)
             self._passes += 1
@@ -394,7 +417,7 @@ class Simulation:
                     self._start(s.jobs[job_id].allocation, job_id, t)
             if not again:
                 break
-        self._transitions += len(s.drain_events())
+        self._feed_budgets(t)
         if self.check:
             self._check_invariants()
         w = self.policy.next_wakeup(s, t)

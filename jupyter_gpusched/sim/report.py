@@ -44,6 +44,7 @@ def run_policy(sc: Scenario, policy: str, progress: Callable[[int], None] | None
         checkpoint=sc.checkpoint,
         estimates=sc.estimates,
         progress=progress,
+        budgets=sc.budgets,
         **kw,
     )
     res = sim.run()

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from ..core.budget import Budget, parse_budget
 from ..core.model import NodeSpec, Priority, Tenant
 from ..core.policies import Policy, make_policy, policy_names
 from ..core.scheduler import SchedulerConfig
@@ -106,6 +107,7 @@ class Scenario:
     policy_options: dict[str, dict] = field(default_factory=dict)
     seed: int = 0
     notes: dict[str, Any] = field(default_factory=dict)
+    budgets: dict[str, Budget] = field(default_factory=dict)  # tenant -> budget (tenants[].budget)
 
     def pools_of(self, policy: str) -> list[PoolConfig]:
         return self.pools_for.get(policy, self.pools)
@@ -426,12 +428,13 @@ def scenario_from_dict(
 
     # tenants
     terms: dict[str, dict] = {}
+    budgets: dict[str, Budget] = {}
     tl = top.get("tenants") or []
     if not isinstance(tl, list):
         r.fail("tenants", "expected a list of tenants")
     for i, tv_ in enumerate(tl):
         p = f"tenants[{i}]"
-        t = r.mapping(tv_, p, ["name", "quota", "share", "burst"])
+        t = r.mapping(tv_, p, ["name", "quota", "share", "burst", "budget"])
         tname = str(t.get("name")) if isinstance(t.get("name"), (str, int)) else r.string(t.get("name"), f"{p}.name")
         if tname in terms:
             r.fail(f"{p}.name", f"tenant {tname!r} appears twice")
@@ -442,6 +445,11 @@ def scenario_from_dict(
             "share": r.number(t.get("share"), f"{p}.share", positive=True, optional=True),
             "burst": r.integer(t.get("burst"), f"{p}.burst", minimum=0, optional=True),
         }
+        if t.get("budget") is not None:
+            try:
+                budgets[tname] = parse_budget(f"{p}.budget", t["budget"])
+            except ValueError as exc:
+                r.fail(f"{p}.budget", str(exc))
     dt = r.mapping(top.get("default_tenant"), "default_tenant", ["quota", "share", "burst"])
     default_tenant = {
         "quota": r.integer(
@@ -497,6 +505,7 @@ def scenario_from_dict(
         pools=pools,
         pools_for=pools_for,
         tenant_terms=terms,
+        budgets=budgets,
         default_tenant=default_tenant,
         checkpoint=checkpoint,
         estimates=estimates,
