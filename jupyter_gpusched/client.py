@@ -207,6 +207,11 @@ class Client:
         params = {"minutes": minutes, **({"tenant": tenant} if tenant else {})}
         return self._request("GET", "usage", params=params).json()
 
+    def usage_report(self, period: str = "month", by: str = "tenant", fmt: str = "json") -> Any:
+        """Showback this period (docs/budgets.md): a dict, or the CSV text with fmt="csv"."""
+        r = self._request("GET", "usage/report", params={"period": period, "by": by, "format": fmt})
+        return r.text if fmt == "csv" else r.json()
+
     def me(self) -> dict[str, Any]:
         """Who the scheduler takes this client for: name, admin, tenants."""
         return self._request("GET", "me").json()

@@ -13,6 +13,7 @@ from jupyter_gpusched.core import JobState, Tenant
 from jupyter_gpusched.core.budget import Budget
 from jupyter_gpusched.testing.notebooks import make_notebook
 from jupyter_gpusched.backends.local import LocalBackend
+from jupyter_gpusched.cli import build_parser, run
 from jupyter_gpusched.testing.service import run_until, service_in
 from jupyter_gpusched.testing.waits import wait_for_state
 
@@ -91,12 +92,12 @@ def gpusched_config():
     return {
         "tenants": {"vision": {"quota": 2, "budget": {"gpu_hours": 100, "period": "month"}}, "nlp": {"quota": 0}},
         "pools": {"local": {"price_per_gpu_hour": 2.5}},
-        "user_tenants": {"bob": "nlp"},
+        "user_tenants": {"bob": "nlp", getpass.getuser(): "vision"},
         "admin_users": ["root-admin"],  # the caller (this process's user) is not an admin
     }
 
 
-async def test_report_json_and_csv_users_see_their_own(api, service, jp_root_dir):
+async def test_report_json_and_csv_users_see_their_own(api, service, jp_root_dir, jp_serverapp):
     make_notebook(jp_root_dir / "nb.ipynb", "import time; time.sleep(1)")
     me = getpass.getuser()
     mine = service.submit(notebook="nb.ipynb", owner=me, tenant="vision")
@@ -122,6 +123,18 @@ async def test_report_json_and_csv_users_see_their_own(api, service, jp_root_dir
     for bad in ({"by": "team"}, {"period": "year"}, {"format": "xml"}):
         code, err = await api("GET", "usage/report", **bad)
         assert code == 400 and err["field"] == next(iter(bad))
+    # the CLI, over the one client, prints the same CSV and a table
+    url, token = jp_serverapp.connection_url, jp_serverapp.identity_provider.token
+
+    def cli(*argv):
+        out = io.StringIO()
+        assert run(build_parser().parse_args(["--url", url, "--token", token, *argv]), out) == 0
+        return out.getvalue()
+
+    assert await asyncio.to_thread(cli, "usage", "--by", "user", "--csv") == text
+    table = await asyncio.to_thread(cli, "usage", "--by", "tenant")
+    assert table.splitlines()[0] == f"period: {report['period']} (UTC)"
+    assert "vision" in table and "budget vision:" in table and "/ 100 gpu_hours (ok, soft)" in table
     code, q = await api("GET", "queues")
     bar = q["queues"]["vision"]["budget"]
     assert bar["budget"] == 100 and bar["unit"] == "gpu_hours" and bar["state"] == "ok" and bar["used"] > 0

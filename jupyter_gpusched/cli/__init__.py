@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
 from ..client import Client, GPUSchedError
+from .budgets import add_parser as add_usage_parser
+from .budgets import usage
 from .commands import SERVER_COMMANDS, TERMINAL, follow
 from .options import add_spec_options
 
@@ -91,6 +93,8 @@ def build_parser(
     f.add_argument("--minutes", type=int, default=24 * 60, help="history window (default: a day)")
     f.add_argument("--json", action="store_true")
 
+    add_usage_parser(sub)
+
     if self_parsing:  # listed for --help; main() hands them their arguments before this parser runs
         for name, help_text in SELF_PARSING_COMMANDS.items():
             sub.add_parser(name, help=help_text, add_help=False)
@@ -99,7 +103,7 @@ def build_parser(
 
 def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     """Run one server command parsed by `build_parser`; its exit code."""
-    command = SERVER_COMMANDS.get(args.command)
+    command = {**SERVER_COMMANDS, "usage": usage}.get(args.command)
     if command is None:  # a self-parsing command given to the server parser: say so, never do nothing
         raise GPUSchedError(f"{args.command} parses its own arguments: run `jupyter gpusched {args.command} --help`")
     return command(Client(args.url, args.token), args, out)
