@@ -9,11 +9,11 @@ import io
 
 import pytest
 
+from jupyter_gpusched.backends.local import LocalBackend
+from jupyter_gpusched.cli import build_parser, run
 from jupyter_gpusched.core import JobState, Tenant
 from jupyter_gpusched.core.budget import Budget
 from jupyter_gpusched.testing.notebooks import make_notebook
-from jupyter_gpusched.backends.local import LocalBackend
-from jupyter_gpusched.cli import build_parser, run
 from jupyter_gpusched.testing.service import run_until, service_in
 from jupyter_gpusched.testing.waits import wait_for_state
 

@@ -18,7 +18,15 @@ def usage(client: Client, args: argparse.Namespace, out: TextIO) -> int:
         _json(report, out)
         return 0
     by = report["by"]
-    head = [by.upper(), *(["TENANT"] if by != "tenant" else []), "JOBS", "GPU-HOURS", "COST", "SPOT GPU-H", "SPOT SAVED"]
+    head = [
+        by.upper(),
+        *(["TENANT"] if by != "tenant" else []),
+        "JOBS",
+        "GPU-HOURS",
+        "COST",
+        "SPOT GPU-H",
+        "SPOT SAVED",
+    ]
     rows = [
         [
             str(r[by]),
@@ -34,7 +42,9 @@ def usage(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     print(f"period: {report['period']} ({report['timezone']})", file=out)
     print(_table(rows, head), file=out)
     for tenant, b in report["budgets"].items():
-        print(f"budget {tenant}: {b['used']:.2f} / {b['budget']:g} {b['unit']} ({b['state']}, {b['enforce']})", file=out)
+        print(
+            f"budget {tenant}: {b['used']:.2f} / {b['budget']:g} {b['unit']} ({b['state']}, {b['enforce']})", file=out
+        )
     return 0
 
 

@@ -254,7 +254,15 @@ class UsageLedger:
                 continue
             row = out.setdefault(
                 key(h),
-                {by: key(h), "tenant": h.tenant, "jobs": set(), "gpu_s": 0.0, "cost": 0.0, "spot_gpu_s": 0.0, "saved": 0.0},
+                {
+                    by: key(h),
+                    "tenant": h.tenant,
+                    "jobs": set(),
+                    "gpu_s": 0.0,
+                    "cost": 0.0,
+                    "spot_gpu_s": 0.0,
+                    "saved": 0.0,
+                },
             )
             if by == "user" and row["tenant"] != h.tenant:
                 row["tenant"] = ""  # a user spending for several tenants

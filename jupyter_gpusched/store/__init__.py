@@ -349,7 +349,9 @@ class Store:
         with Session(self.engine) as db:
             return [
                 (
-                    Event(r.job_id, r.time, JobState(r.src) if r.src else None, JobState(r.dst), r.reason, r.actor, r.pool),
+                    Event(
+                        r.job_id, r.time, JobState(r.src) if r.src else None, JobState(r.dst), r.reason, r.actor, r.pool
+                    ),
                     tenant,
                     owner,
                     gpus,

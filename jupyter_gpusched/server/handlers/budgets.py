@@ -9,8 +9,8 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ...service.budgets import REPORT_BY, REPORT_PERIODS
-from ..validation import ApiError
 from ..base import GPUSchedHandler, api_errors
+from ..validation import ApiError
 
 FORMATS = ("json", "csv")
 
@@ -35,7 +35,15 @@ class UsageReportHandler(GPUSchedHandler):
             self.finish(report)
             return
         out = io.StringIO()
-        columns = [by, *(["tenant"] if by != "tenant" else []), "jobs", "gpu_hours", "cost", "spot_gpu_hours", "spot_savings"]
+        columns = [
+            by,
+            *(["tenant"] if by != "tenant" else []),
+            "jobs",
+            "gpu_hours",
+            "cost",
+            "spot_gpu_hours",
+            "spot_savings",
+        ]
         writer = csv.DictWriter(out, ["period", *columns], lineterminator="\n")
         writer.writeheader()
         for row in report["rows"]:
