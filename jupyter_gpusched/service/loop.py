@@ -53,6 +53,8 @@ from .advisor import Advisor, ScalingSettings
 from .forecasting import Forecasts
 from .info import JobInfo
 from .kills import Gpu, Kills
+from .notify import NotifySettings
+from .notify_jobs import JobNotices
 from .prometheus import PrometheusSource
 from .recovery import FINISHED, LOST, NOT_STARTED, SchedulerStandby, settle, standby_message
 from .serverlog import log_into
@@ -81,6 +83,7 @@ class ServiceConfig:
     prometheus: PrometheusSource = field(default_factory=PrometheusSource)  # the gpu_busy series
     scaling: ScalingSettings = field(default_factory=ScalingSettings)  # pool-size advice
     stalls: StallSettings = field(default_factory=StallSettings)  # running jobs that do nothing (stalls.py)
+    notify: NotifySettings = field(default_factory=NotifySettings)  # word of a job's start and end (notify.py)
 
 
 MAX_LAUNCH_PAUSE = 60.0  # seconds; well inside HealthConfig.start_timeout, so a paused job is not lost
@@ -129,6 +132,9 @@ class Service(ServiceViews):
         self.forecasts = Forecasts(self.usage, clock, lambda: self.scheduler.ledger.tenants, config.prometheus)
         self.advisor = Advisor(self.scheduler, self.forecasts, clock, config.scaling, getattr(backend, "elastic", True))
         self.stalls = StallWatch(config.stalls, clock)
+        if getattr(self, "notices", None) is not None:  # a take-over rebuilds: the old one's retries stop
+            self.notices.close()
+        self.notices = JobNotices(config.notify, self.scheduler.jobs, self.info, self.store, clock)
         self._requeue_at: dict[str, tuple[float, int, str]] = {}  # after a failed launch: (when, attempt, why)
         self._waiting_launch: dict[str, int] = {}  # job id -> attempt: admitted onto GPUs a kill still holds
         self._last_usage_minute: int | None = None
@@ -177,6 +183,7 @@ class Service(ServiceViews):
             else:
                 self.scheduler.restore(job)
         self._persist(touched)
+        self.notices.resume()  # deliveries the previous server did not record (at-least-once)
         if touched:
             log.info(
                 "recovered %d jobs that were active before the restart: %s",
@@ -207,6 +214,7 @@ class Service(ServiceViews):
             self._task = None
         await self.kills.drain(timeout=KILL_DRAIN_TIMEOUT)  # a cancelled job's processes die before we go
         self.stalls.close()
+        self.notices.close()
         self.store.close()  # and with it the claim: a standby may take over
 
     async def run(self) -> None:
@@ -286,6 +294,7 @@ class Service(ServiceViews):
         for job in admitted:
             self._launch_when_free(job, now)
         self._persist(touched.values())
+        self.notices.settle()
         self._record_usage(now)
 
     def _reap_zombies(self) -> None:
@@ -466,6 +475,7 @@ class Service(ServiceViews):
         jobs = list(jobs)
         events = self.scheduler.drain_events()
         self.store.record(jobs, events, {j.id: self.info[j.id].to_dict() if j.id in self.info else {} for j in jobs})
+        self.notices.on_events(events)  # after the record: what is sent is in the store
 
     def _record_usage(self, now: float) -> None:
         minute = int(now // 60)
@@ -501,6 +511,7 @@ class Service(ServiceViews):
         stall_timeout: float | None = None,
         cpus: float = 0.0,
         memory: int = 0,
+        notify: Any = None,
     ) -> Job:
         """Validate, queue and durably record a job. Raises SpecError on bad input."""
         self.require_owner()
@@ -524,12 +535,14 @@ class Service(ServiceViews):
             memory=memory,
         )
         self.scheduler.validate(spec)
+        targets = self.notices.targets_for(notify, owner, spec.tenant)
         try:  # e.g. the Kubernetes API server's own validation (a dry run), so its message reaches the user
             self.backend.check(spec, (self.config.root_dir / notebook).resolve(), spec.parameters)
         except BackendError as exc:
             raise SpecError(getattr(exc, "field", None) or "spec", str(exc)) from None
         job = self.scheduler.submit(spec, self.clock(), job_id=uuid.uuid4().hex[:12])
         self.info[job.id] = JobInfo(job_dir=str(self.jobs_dir / job.id), stall_timeout=stall_timeout)
+        self.info[job.id].notify = [t.to_dict() for t in targets]
         self._persist([job])
         self.kick()
         return job
