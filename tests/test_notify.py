@@ -196,3 +196,16 @@ def test_channels_the_server_lacks_are_refused():
     assert parse_targets("json://localhost/x", none)[0].channel == "apprise"
     both = parse_targets(["a@example.org", "mailto:a@example.org"])
     assert len(both) == 1  # the same target twice notifies once
+
+
+def test_cli_and_magic_take_notify(tmp_path):
+    from jupyter_gpusched import cli
+    from jupyter_gpusched.cli.options import spec_from_args
+    from jupyter_gpusched.magic import _cell_parser
+
+    argv = ["--notify", "https://example.org/hook", "--notify", "mailto:a@example.org"]
+    args = cli.build_parser().parse_args(["submit", "nb.ipynb", *argv])
+    assert spec_from_args(args)["notify"] == ["https://example.org/hook", "mailto:a@example.org"]
+    assert spec_from_args(_cell_parser().parse_args(argv))["notify"] == ["https://example.org/hook", "mailto:a@example.org"]
+    assert spec_from_args(cli.build_parser().parse_args(["submit", "nb.ipynb", "--notify", "none"]))["notify"] == []
+    assert "notify" not in spec_from_args(cli.build_parser().parse_args(["submit", "nb.ipynb"]))

@@ -214,6 +214,8 @@ class Service(ServiceViews):
             self._task = None
         await self.kills.drain(timeout=KILL_DRAIN_TIMEOUT)  # a cancelled job's processes die before we go
         self.stalls.close()
+        if self.standby is None:
+            self.notices.settle()  # record what was delivered, so the next start does not send it again
         self.notices.close()
         self.store.close()  # and with it the claim: a standby may take over
 
