@@ -55,7 +55,7 @@ async def test_a_job_end_reaches_a_webhook_a_mailbox_and_apprise(api, jp_root_di
         {"webhook": receiver.url("/hook"), "events": ["started", "succeeded"]},
         receiver.url("/flaky"),
         "mailto:alice@example.org",
-        "json://127.0.0.1:%d/apprise" % receiver.port,  # apprise's own JSON poster, to the same receiver
+        f"json://127.0.0.1:{receiver.port}/apprise",  # apprise's own JSON poster, to the same receiver
     ]
     code, job = await api("POST", "jobs", {"notebook": "ok.ipynb", "notify": notify})
     assert code == 201, job
@@ -206,6 +206,9 @@ def test_cli_and_magic_take_notify(tmp_path):
     argv = ["--notify", "https://example.org/hook", "--notify", "mailto:a@example.org"]
     args = cli.build_parser().parse_args(["submit", "nb.ipynb", *argv])
     assert spec_from_args(args)["notify"] == ["https://example.org/hook", "mailto:a@example.org"]
-    assert spec_from_args(_cell_parser().parse_args(argv))["notify"] == ["https://example.org/hook", "mailto:a@example.org"]
+    assert spec_from_args(_cell_parser().parse_args(argv))["notify"] == [
+        "https://example.org/hook",
+        "mailto:a@example.org",
+    ]
     assert spec_from_args(cli.build_parser().parse_args(["submit", "nb.ipynb", "--notify", "none"]))["notify"] == []
     assert "notify" not in spec_from_args(cli.build_parser().parse_args(["submit", "nb.ipynb"]))

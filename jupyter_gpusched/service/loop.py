@@ -132,8 +132,9 @@ class Service(ServiceViews):
         self.forecasts = Forecasts(self.usage, clock, lambda: self.scheduler.ledger.tenants, config.prometheus)
         self.advisor = Advisor(self.scheduler, self.forecasts, clock, config.scaling, getattr(backend, "elastic", True))
         self.stalls = StallWatch(config.stalls, clock)
-        if getattr(self, "notices", None) is not None:  # a take-over rebuilds: the old one's retries stop
-            self.notices.close()
+        old: JobNotices | None = getattr(self, "notices", None)
+        if old is not None:  # a take-over rebuilds: the old one's retries stop
+            old.close()
         self.notices = JobNotices(config.notify, self.scheduler.jobs, self.info, self.store, clock)
         self._requeue_at: dict[str, tuple[float, int, str]] = {}  # after a failed launch: (when, attempt, why)
         self._waiting_launch: dict[str, int] = {}  # job id -> attempt: admitted onto GPUs a kill still holds
