@@ -216,6 +216,12 @@ class Client:
         """Who the scheduler takes this client for: name, admin, tenants."""
         return self._request("GET", "me").json()
 
+    def notify_settings(self, targets: list[Any] | None | bool = False) -> dict[str, Any]:
+        """The caller's default notification targets; with `targets`, set them first (None forgets them)."""
+        if targets is not False:
+            return self._request("PUT", "settings/notify", json={"notify": targets}).json()
+        return self._request("GET", "settings/notify").json()
+
     def scaling(self) -> dict[str, Any] | None:
         """Recommended pool sizes from the forecast, or None where the server has none."""
         try:

@@ -30,6 +30,8 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
                 metavar="NAME=VALUE",
                 help="a papermill parameter; the value is read as a Python literal, else kept as text (repeatable)",
             )
+        elif spec_field.name == "notify":
+            parser.add_argument("--notify", dest="notify", action="append", metavar="TARGET", help=spec_field.help)
         elif spec_field.type is bool:
             parser.add_argument(
                 spec_field.option, dest=spec_field.name, action="store_true", default=None, help=spec_field.help
@@ -53,4 +55,6 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
         if spec_field.required or value is None:
             continue
         fields[spec_field.name] = dict(value) if spec_field.name == "parameters" else value
+        if spec_field.name == "notify":  # `--notify none` asks for no notices at all
+            fields["notify"] = [] if [v.lower() for v in value] == ["none"] else list(value)
     return fields

@@ -59,6 +59,13 @@ SUBMIT_SPEC: tuple[SpecField, ...] = (
     SpecField("stall_timeout", float, None, help="seconds without progress before it counts as stalled", nullable=True),
     SpecField("cpus", float, 0.0, help="CPUs to reserve on its node (default: 0, not counted)"),
     SpecField("memory", int, 0, help="MiB of memory to reserve on its node (default: 0, not counted)"),
+    SpecField(
+        "notify",
+        list,
+        None,
+        help="where word of its end goes: an http(s) webhook URL, mailto:ADDRESS or an apprise URL "
+        "(repeatable; default: your settings; docs/notifications.md)",
+    ),
 )
 SUBMIT_FIELDS: frozenset[str] = frozenset(f.name for f in SUBMIT_SPEC)
 FIELDS_BY_NAME: dict[str, SpecField] = {f.name: f for f in SUBMIT_SPEC}

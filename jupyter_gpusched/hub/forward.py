@@ -148,6 +148,11 @@ class ForwardHandler(GPUSchedHandler):
     async def delete(self, path: str = ""):
         await self._forward()
 
+    @web.authenticated
+    @authorized
+    async def put(self, path: str = ""):  # settings/notify
+        await self._forward()
+
     async def _forward(self) -> None:
         gs = self.gpusched
         fw = gs.forwarder if isinstance(gs, ForwardSettings) else None

@@ -28,6 +28,8 @@ from ..core.budget import tenant_budgets
 from ..core.health import HealthConfig
 from ..service import Service, ServiceConfig
 from ..service.advisor import parse_scaling
+from ..service.notify import NotifySettings, SmtpSettings
+from ..service.notify_targets import parse_targets
 from ..service.prometheus import DEFAULT_QUERY, PrometheusSource
 from ..service.stalls import DEFAULT_GPU_SELECTOR, StallSettings
 from ..service.stalls import POLICIES as STALL_POLICIES
@@ -230,7 +232,53 @@ class GPUSched(ExtensionApp):
         60.0, config=True, help="Seconds between the stall watch's Prometheus samples of the running jobs."
     )
 
+    # --- notifications: word of a job's start and end (docs/notifications.md) ---
+    webhook_secret = Unicode(
+        config=True,
+        help="Shared secret that signs webhook notifications (X-GPUSched-Signature: sha256=HMAC-SHA256 of the body). "
+        "Empty: webhook targets are refused. Default: $GPUSCHED_WEBHOOK_SECRET.",
+    )
+    smtp = Dict(
+        config=True,
+        help="Mail server for email notifications: {'host', 'port' (587), 'starttls' (True), 'ssl' (False: SMTPS), "
+        "'username', 'password_env' (the environment variable holding the password), 'from'}. "
+        "Empty: email targets are refused.",
+    )
+    notify_defaults = Dict(
+        config=True,
+        help="Notification targets for jobs that name none: {'users': {name: [targets]}, 'tenants': {name: "
+        "[targets]}}; a user's own (PUT gpusched/api/settings/notify) wins, then users, then tenants.",
+    )
+    notify_attempts = Int(5, config=True, help="Tries per notification before it is given up (and noted on the job).")
+    notify_backoff = Float(2.0, config=True, help="Seconds before a notification's first retry; doubles each time.")
+    notify_timeout = Float(10.0, config=True, help="Seconds one try of a notification may take.")
+
     service: Service | None = None
+
+    @default("webhook_secret")
+    def _default_webhook_secret(self) -> str:
+        return os.environ.get("GPUSCHED_WEBHOOK_SECRET", "")
+
+    def _notify_settings(self) -> NotifySettings:
+        try:
+            smtp = SmtpSettings.parse(self.smtp)
+            unknown = sorted(set(self.notify_defaults) - {"users", "tenants"})
+            if unknown:
+                raise ValueError(f"c.GPUSched.notify_defaults: unknown key {unknown[0]!r}; use 'users' and 'tenants'")
+            settings = NotifySettings(
+                webhook_secret=self.webhook_secret,
+                smtp=smtp,
+                attempts=max(1, self.notify_attempts),
+                backoff=self.notify_backoff,
+                timeout=self.notify_timeout,
+                defaults=dict(self.notify_defaults),
+            )
+            for targets in self.notify_defaults.values():
+                for value in dict(targets).values():
+                    parse_targets(value, settings.channels)
+        except (TypeError, ValueError) as exc:  # SpecError is a ValueError
+            raise ValueError(f"c.GPUSched notification settings: {exc}") from None
+        return settings
 
     @default("data_dir")
     def _default_data_dir(self) -> str:
@@ -385,6 +433,7 @@ class GPUSched(ExtensionApp):
                 process_selector=self.prometheus_process_selector,
                 prometheus_interval=self.stall_sample_interval,
             ),
+            notify=self._notify_settings(),
         )
 
     def handler_settings(self, service: Service | None) -> GPUSchedSettings:

@@ -11,6 +11,7 @@ from .handlers.budgets import UsageReportHandler
 from .handlers.cluster import ClusterHandler, MeHandler, MetricsHandler, QueuesHandler, UsageHandler
 from .handlers.forecast import ForecastHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobLogHandler, JobOutputHandler, JobsHandler
+from .handlers.notify import NotifySettingsHandler
 from .handlers.scaling import ScalingHandler
 
 
@@ -31,6 +32,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + "/me", MeHandler),
         (api + "/forecast", ForecastHandler),
         (api + "/scaling", ScalingHandler),
+        (api + "/settings/notify", NotifySettingsHandler),
         (url_path_join(base_url, "gpusched", "metrics"), MetricsHandler),
         (api + "(/.*)?", UnknownPathHandler),
     ]

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..core import JobState
 from ..service import JobInfo, Service
+from ..service.notify_targets import targets_from_dicts
 from ..service.views import iso
 
 __all__ = ["iso", "job_json"]
@@ -46,6 +47,8 @@ def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
         out["position"] = service.position(job) if job.state is JobState.QUEUED else None
         out["estimated_start"] = iso(service.estimated_start(job)) if job.state is JobState.QUEUED else None
         out["stall_timeout"] = info.stall_timeout if info is not None else None
+        out["notify"] = [t.public() for t in targets_from_dicts(info.notify if info is not None else None)]
+        out["notified"] = list(info.notified) if info is not None else []
         out["activity"] = info.activity if info is not None else None
         out["gpu_hours"] = {
             "allocated": round(info.gpu_s / 3600, 4) if info is not None else 0.0,

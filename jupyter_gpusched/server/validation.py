@@ -49,6 +49,7 @@ SUBMIT_FIELDS = {
     "stall_timeout",
     "cpus",
     "memory",
+    "notify",
 }
 MAX_RETRIES_LIMIT = 10
 MAX_SUBMIT_BYTES = 1024 * 1024  # a submit body; its parameters may be 64 KiB (core/parameters.py)
@@ -164,6 +165,7 @@ def parse_submit(body: dict[str, Any]) -> dict[str, Any]:
         "stall_timeout": _seconds(body, "stall_timeout"),
         "cpus": _cpus(body),
         "memory": _int(body, "memory", 0, 0, MAX_MEMORY_MIB),
+        "notify": body.get("notify"),  # checked by the service (service/notify_targets.py): 400 on bad targets
     }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -25,6 +25,9 @@ class JobInfo:
     gpu_s: float = 0.0  # GPU-seconds reported on (allocated)
     idle_gpu_s: float = 0.0  # of which its GPUs were idle
     data_wait_gpu_s: float = 0.0  # of which it waited on data
+    # Notifications (notify_jobs.py): the job's targets (Target.to_dict), the deliveries done or given up on.
+    notify: list[dict[str, Any]] | None = None
+    notified: list[str] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> JobInfo:

@@ -56,6 +56,8 @@ from .budgets import Budgets
 from .forecasting import Forecasts
 from .info import JobInfo
 from .kills import Gpu, Kills
+from .notify import NotifySettings
+from .notify_jobs import JobNotices
 from .prometheus import PrometheusSource
 from .recovery import FINISHED, LOST, NOT_STARTED, SchedulerStandby, settle, standby_message
 from .serverlog import log_into
@@ -85,6 +87,7 @@ class ServiceConfig:
     scaling: ScalingSettings = field(default_factory=ScalingSettings)  # pool-size advice
     stalls: StallSettings = field(default_factory=StallSettings)  # running jobs that do nothing (stalls.py)
     budgets: Mapping[str, Budget] = field(default_factory=dict)  # tenant -> its budget (budgets.py)
+    notify: NotifySettings = field(default_factory=NotifySettings)  # word of a job's start and end (notify.py)
 
 
 MAX_LAUNCH_PAUSE = 60.0  # seconds; well inside HealthConfig.start_timeout, so a paused job is not lost
@@ -134,6 +137,10 @@ class Service(ServiceViews):
         self.advisor = Advisor(self.scheduler, self.forecasts, clock, config.scaling, getattr(backend, "elastic", True))
         self.stalls = StallWatch(config.stalls, clock)
         self.budgets = Budgets(config.budgets, PriceList.of(self.scheduler.cluster.pools.values()), self.store)
+        old: JobNotices | None = getattr(self, "notices", None)
+        if old is not None:  # a take-over rebuilds: the old one's retries stop
+            old.close()
+        self.notices = JobNotices(config.notify, self.scheduler.jobs, self.info, self.store, clock)
         self._requeue_at: dict[str, tuple[float, int, str]] = {}  # after a failed launch: (when, attempt, why)
         self._waiting_launch: dict[str, int] = {}  # job id -> attempt: admitted onto GPUs a kill still holds
         self._last_usage_minute: int | None = None
@@ -183,6 +190,7 @@ class Service(ServiceViews):
             else:
                 self.scheduler.restore(job)
         self._persist(touched)
+        self.notices.resume()  # deliveries the previous server did not record (at-least-once)
         if touched:
             log.info(
                 "recovered %d jobs that were active before the restart: %s",
@@ -213,6 +221,9 @@ class Service(ServiceViews):
             self._task = None
         await self.kills.drain(timeout=KILL_DRAIN_TIMEOUT)  # a cancelled job's processes die before we go
         self.stalls.close()
+        if self.standby is None:
+            self.notices.settle()  # record what was delivered, so the next start does not send it again
+        self.notices.close()
         self.store.close()  # and with it the claim: a standby may take over
 
     async def run(self) -> None:
@@ -293,6 +304,7 @@ class Service(ServiceViews):
         for job in admitted:
             self._launch_when_free(job, now)
         self._persist(touched.values())
+        self.notices.settle()
         self._record_usage(now)
 
     def _reap_zombies(self) -> None:
@@ -474,6 +486,7 @@ class Service(ServiceViews):
         events = self.scheduler.drain_events()
         self.store.record(jobs, events, {j.id: self.info[j.id].to_dict() if j.id in self.info else {} for j in jobs})
         self.budgets.feed(events, self.scheduler)
+        self.notices.on_events(events)  # after the record: what is sent is in the store
 
     def _record_usage(self, now: float) -> None:
         minute = int(now // 60)
@@ -509,6 +522,7 @@ class Service(ServiceViews):
         stall_timeout: float | None = None,
         cpus: float = 0.0,
         memory: int = 0,
+        notify: Any = None,
     ) -> Job:
         """Validate, queue and durably record a job. Raises SpecError on bad input."""
         self.require_owner()
@@ -532,12 +546,14 @@ class Service(ServiceViews):
             memory=memory,
         )
         self.scheduler.validate(spec)
+        targets = self.notices.targets_for(notify, owner, spec.tenant)
         try:  # e.g. the Kubernetes API server's own validation (a dry run), so its message reaches the user
             self.backend.check(spec, (self.config.root_dir / notebook).resolve(), spec.parameters)
         except BackendError as exc:
             raise SpecError(getattr(exc, "field", None) or "spec", str(exc)) from None
         job = self.scheduler.submit(spec, self.clock(), job_id=uuid.uuid4().hex[:12])
         self.info[job.id] = JobInfo(job_dir=str(self.jobs_dir / job.id), stall_timeout=stall_timeout)
+        self.info[job.id].notify = [t.to_dict() for t in targets]
         self._persist([job])
         self.kick()
         return job

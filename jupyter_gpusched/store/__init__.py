@@ -113,6 +113,15 @@ class BudgetWarningRow(Base):
     message: Mapped[str] = mapped_column(Text, default="")
 
 
+class UserSettingRow(Base):
+    """A user's own settings (today: their default notification targets, docs/notifications.md)."""
+
+    __tablename__ = "user_settings"
+
+    user: Mapped[str] = mapped_column(String(255), primary_key=True)
+    notify: Mapped[list | None] = mapped_column(JSON, nullable=True)
+
+
 class MetaRow(Base):
     __tablename__ = "meta"
 
@@ -322,7 +331,21 @@ class Store:
             for r in rows:
                 db.merge(model(**r))
 
+    def set_user_notify(self, user: str, targets: list[dict[str, Any]] | None) -> None:
+        """A user's default notification targets; None forgets them (the config's defaults apply again)."""
+        with Session(self.engine) as db, db.begin():
+            row = db.get(UserSettingRow, user)
+            if row is None:
+                db.add(UserSettingRow(user=user, notify=targets))
+            else:
+                row.notify = targets
+
     # --- reads ----------------------------------------------------------------------
+    def user_notify(self, user: str) -> list[dict[str, Any]] | None:
+        with Session(self.engine) as db:
+            row = db.get(UserSettingRow, user)
+            return None if row is None or row.notify is None else list(row.notify)
+
     def load_jobs(self) -> list[tuple[Job, dict]]:
         """Every job with its driver info, in submission order (for a restart)."""
         with Session(self.engine) as db:
