@@ -28,6 +28,7 @@ from ..base import Backend, BackendError, BackendUpdate, LaunchRequest, validate
 from ..logcap import DEFAULT_MAX_LOG_BYTES
 from .api import Api, Connection, KubeApiError, rejection
 from .config import GPU_RESOURCE, TRAIT_NAMES, KubernetesConfig
+from .gang import GangError, gpus_per_node, make_gang
 from .manifests import build_manifests
 from .names import digest, instance_selector, job_name
 from .podlogs import PodLogCopier
@@ -303,10 +304,12 @@ class KubernetesBackend(Backend):
             notebook=Path(req.notebook).name, gpus=max(1, len(req.gpu_ids)), max_runtime=req.max_runtime
         )
         allocation = tuple(req.allocation or ())
+        per_node = 0
         if len(allocation) > 1:
-            raise BackendError(
-                f"job {req.job_id} was placed on {len(allocation)} nodes; the kubernetes backend runs a job's GPUs on one node"
-            )
+            try:
+                per_node = gpus_per_node(allocation)
+            except GangError as exc:
+                raise BackendError(f"job {req.job_id}: {exc}") from None
         try:
             params = validate_parameters(req.parameters)
         except ValueError as exc:
@@ -316,6 +319,7 @@ class KubernetesBackend(Backend):
         except (OSError, UnicodeDecodeError) as exc:
             raise BackendError(f"cannot read the notebook {req.notebook}: {exc}") from None
         job, cm = build_manifests(req.job_id, spec, text, params, self.cfg, kernel_name=req.kernel_name)
+        service = make_gang(job, len(allocation), per_node, self.cfg) if per_node else None
         if self.pod_customizer is not None:
             self.pod_customizer(job, spec, params)
         node = allocation[0][0] if allocation else None
@@ -330,13 +334,15 @@ class KubernetesBackend(Backend):
             t.want = "run"
             t.name, t.namespace = job["metadata"]["name"], job["metadata"]["namespace"]
             t.node, t.pool, t.spot = node, pool, spot
+            t.nodes, t.service = tuple(n for n, _ in allocation) if service else (), service
             t.attempt = max(t.attempt, observed_attempt(st.cache.jobs.get(req.job_id))) + 1
             t.manifests = (job, cm)
             t.job_dir = Path(req.job_dir)
             t.reported_final = False
             t.backoff = 0.0
             self._reconciler.enqueue(req.job_id, 0.0)
-        st.note(t, f"admitted to {node or 'pool ' + str(pool)} (attempt {t.attempt}); Job {t.namespace}/{t.name}")
+        where = f"{len(t.nodes)} nodes ({', '.join(t.nodes)})" if t.nodes else node or f"pool {pool}"
+        st.note(t, f"admitted to {where} (attempt {t.attempt}); Job {t.namespace}/{t.name}")
 
     def kill(self, job_id: str, reason: str) -> None:
         delete = reason.lower().startswith("cancel")
@@ -404,6 +410,7 @@ class KubernetesBackend(Backend):
                 pool, spot = self._placement_of(node)
                 t = st.tracked.get(job_id) or Tracked(job_id, job_name(job_id), "", "run")
                 t.want, t.node, t.pool, t.spot, t.adopted = "run", node, pool, spot, True
+                t.nodes = tuple(n for n, _ in allocation) if len(allocation) > 1 else ()
                 t.attempt = max(t.attempt, observed_attempt(st.cache.jobs.get(job_id)))
                 if state is JobState.RUNNING:
                     # Believed running until the cluster says otherwise: it keeps its heartbeats even while

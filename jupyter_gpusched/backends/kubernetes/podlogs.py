@@ -22,6 +22,7 @@ from typing import Any
 
 from .api import Connection, KubeApiError
 from .config import KubernetesConfig
+from .gang import rank_of
 from .names import A_ATTEMPT
 from .state import SharedState
 
@@ -48,6 +49,7 @@ class PodLog:
     copied: int = 0  # bytes written
     header: bool = False  # the separator line was written
     failures: int = 0  # HTTP errors in a row (an unreachable API server is not counted)
+    rank: str = ""  # a gang pod's rank: its lines are copied prefixed "[rank N] "
 
 
 LOG_TS = re.compile(rb"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$")
@@ -142,6 +144,7 @@ class PodLogCopier:
                 containers[0].get("name") or "",
                 (meta.get("annotations") or {}).get(A_ATTEMPT, "?"),
                 meta.get("creationTimestamp") or "",
+                rank=rank_of(pod),
             )
             self._pods[key] = pl
             self._active.add(key)
@@ -168,15 +171,15 @@ class PodLogCopier:
     def _due(self, now: float) -> tuple[list[tuple[str, PodLog, Path, bool]], float]:
         """The pods whose log is due now (the oldest unfinished pod of each job first, so one attempt's lines
         are never mixed with the next one's), and when the next one is due (lock held)."""
-        first: dict[str, tuple[tuple[bool, str, str], str, PodLog]] = {}
+        first: dict[tuple[str, str], tuple[tuple[bool, str, str], str, PodLog]] = {}
         for key in self._active:
             pl = self._pods[key]
             if not pl.started:
                 continue
             order = (not pl.final, pl.created, pl.name)  # (a Job runs one pod at a time: an ended one is older)
-            cur = first.get(pl.job_id)
+            cur = first.get((pl.job_id, pl.rank))  # (a gang's ranks run side by side)
             if cur is None or order < cur[0]:
-                first[pl.job_id] = (order, key, pl)
+                first[(pl.job_id, pl.rank)] = (order, key, pl)
         due, nxt = [], math.inf
         for _, key, pl in first.values():
             t = self._state.tracked.get(pl.job_id)
@@ -258,10 +261,11 @@ class PodLogCopier:
         lines, since_ns, at_since, sec_bytes = split_log_lines(data, pl.since_ns, pl.at_since, truncated, pl.sec_bytes)
         out = bytearray()
         if lines and not pl.header:
-            out += f"[gpusched {time.strftime('%Y-%m-%d %H:%M:%S')}] kubernetes: ----- attempt {pl.attempt}: log of pod {pl.name} -----\n".encode()
+            out += f"[gpusched {time.strftime('%Y-%m-%d %H:%M:%S')}] kubernetes: ----- attempt {pl.attempt}: log of pod {pl.name}{' (rank ' + pl.rank + ')' if pl.rank else ''} -----\n".encode()
             pl.header = True
+        prefix = f"[rank {pl.rank}] ".encode() if pl.rank else b""
         for line in lines:
-            out += line + b"\n"
+            out += prefix + line + b"\n"
         stop = False
         if truncated and not lines and since_ns == pl.since_ns and at_since == pl.at_since:
             # More than 16 x limitBytes within the second we resume from, all copied already: skip the rest of

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from ...core.model import Allocation, JobState
 from .api import Connection, KubeApiError, rejection
 from .config import KubernetesConfig
+from .gang import gang_placement
 from .manifests import placement_patch
 from .names import A_JOB_ID
 from .state import SharedState, Tracked
@@ -179,6 +180,7 @@ class Reconciler:
                 t.namespace, t.name = kj["metadata"]["namespace"], kj["metadata"]["name"]
             ns, name, node, pool, spot, attempt = t.namespace, t.name, t.node, t.pool, t.spot, t.attempt
             manifests, recreate, seen = t.manifests, t.recreate, t.seen and not t.recreate
+            gang_nodes, service = t.nodes, t.service
         if not ns:
             return None  # adopted job whose Job we have not seen: the adoption pass reports it
         jobs_path = f"/apis/batch/v1/namespaces/{ns}/jobs"
@@ -244,6 +246,8 @@ class Reconciler:
             job = self._create(jobs_path, job_path, ns, name, manifests)
             if job is None:
                 return None  # refused: reported as failed
+            if service is not None:
+                self._create_owned(job, f"/api/v1/namespaces/{ns}/services", service)
             with self._state.lock:
                 t.recreate = False
                 t.seen = True
@@ -269,7 +273,10 @@ class Reconciler:
             self._clear_start_time(job_path)
         log.debug("job %s: admitting attempt %d on %s (pool %s)", job_id, attempt, node, pool)
         try:
-            self._patch(job_path, placement_patch(node, pool, spot, attempt, self.cfg))
+            patch = placement_patch(node, pool, spot, attempt, self.cfg)
+            if len(gang_nodes) > 1:
+                patch = gang_placement(patch, gang_nodes, job_id)
+            self._patch(job_path, patch)
         except KubeApiError as exc:
             if exc.status == 422 and "immutable" in exc.message:
                 # The Job controller has not caught up with the suspension yet: clear and try again shortly.
@@ -359,6 +366,25 @@ class Reconciler:
             else:
                 raise
         return job
+
+    def _create_owned(self, job: Mapping, path: str, manifest: Mapping) -> None:
+        """Create an object the Job owns (the garbage collector deletes it with the Job); one that exists is kept."""
+        body = json.loads(json.dumps(manifest))
+        meta = job["metadata"]
+        body["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "blockOwnerDeletion": False,
+            }
+        ]
+        try:
+            self._conn.request("POST", path, body=body)
+        except KubeApiError as exc:
+            if exc.status != 409:
+                raise
 
     def _delete_configmap(self, ns: str, name: str) -> None:
         try:

@@ -38,6 +38,8 @@ class Tracked:
     backoff: float = 0.0
     recreate: bool = False  # deleting a failed Job so it can be created afresh
     reported_final: bool = False
+    nodes: tuple[str, ...] = ()  # a gang's nodes (more than one: see `gang`); () for a one-pod job
+    service: dict | None = None  # a gang's headless Service, created with its Job
 
 
 class SharedState:
