@@ -55,6 +55,9 @@ def test_a_gang_is_one_indexed_job_with_torchruns_environment():
         assert env[rank]["valueFrom"]["fieldRef"]["fieldPath"] == f"metadata.annotations['{INDEX_ANNOTATION}']"
     assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
     labels = spec["template"]["metadata"]["labels"]
+    # Pod anti-affinity cannot change while the Job is suspended: it is there from the start.
+    (anti,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti["labelSelector"]["matchLabels"] == {"gpusched.io/job-id": labels["gpusched.io/job-id"]}
     assert all(labels[k] == v for k, v in svc["spec"]["selector"].items())  # it selects the gang's pods
 
 
@@ -70,10 +73,12 @@ def test_the_admission_patch_allows_exactly_the_chosen_nodes_one_pod_each():
     patch = gang_placement(placement_patch("n1", "p", False, 3, cfg), ("n1", "n2"), "j1")
     tpl = patch["spec"]["template"]
     assert patch["spec"]["suspend"] is False and tpl["metadata"]["annotations"]["gpusched.io/attempt"] == "3"
-    (term,) = tpl["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+    terms = tpl["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
     ]
-    assert term["matchFields"][0]["values"] == ["n1", "n2"]
+    assert [t["matchFields"] for t in terms] == [
+        [{"key": "metadata.name", "operator": "In", "values": [n]}] for n in ("n1", "n2")
+    ]  # (ORed; a node-name field selector takes one value)
     (anti,) = tpl["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert anti["topologyKey"] == "kubernetes.io/hostname"
     assert anti["labelSelector"]["matchLabels"] == {"gpusched.io/job-id": "j1"}

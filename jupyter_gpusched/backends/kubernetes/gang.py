@@ -9,8 +9,9 @@ resolvable as `<job>-i.<job>.<namespace>.svc`. Every pod gets what `torchrun` re
     (and NNODES=N, NODE_RANK=i, for `torchrun --nnodes $NNODES --node-rank $NODE_RANK ...`)
 
 **Pinning without per-index templates.** One Job has one pod template, so index i cannot be given node i. The
-admission patch instead allows exactly the N chosen nodes (node affinity on `metadata.name In [...]`) and
-keeps the gang's pods on distinct hosts (required pod anti-affinity on the job's label, per hostname): N pods,
+admission patch instead allows exactly the N chosen nodes (node affinity: one `metadata.name` term per node) and
+keeps the gang's pods on distinct hosts (required pod anti-affinity on the job's label, per hostname, set at
+creation: unlike node affinity it cannot change while the Job is suspended): N pods,
 N allowed nodes, one pod per node, so the gang lands on exactly the core's nodes. Which index gets which of
 them does not matter (rank 0 is found through DNS). Nothing else has to be written to the cluster: no node
 labels (the service only reads Nodes) and no scheduling gates to lift.
@@ -23,6 +24,7 @@ pod is evicted or its node is lost, the whole Job is suspended (every pod goes) 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from ...core.model import Allocation
@@ -58,6 +60,7 @@ def make_gang(job: dict[str, Any], nodes: int, per_node: int, cfg: KubernetesCon
     spec.update({"completionMode": "Indexed", "completions": nodes, "parallelism": nodes})
     pod = spec["template"]["spec"]
     pod["subdomain"] = name
+    pod["affinity"] = {"podAntiAffinity": one_pod_per_host(meta["labels"][L_JOB_ID])}
     container = pod["containers"][0]
     container["resources"].setdefault("limits", {})[cfg.gpu_resource] = str(per_node)
     if cfg.gpu_resource in container["resources"].get("requests", {}):
@@ -106,22 +109,24 @@ def gang_placement(patch: dict[str, Any], nodes: tuple[str, ...], job_id: str) -
     patch = copy.deepcopy(patch)
     template = patch["spec"]["template"]
     template["metadata"]["annotations"][A_NODE] = ",".join(nodes)
-    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": list(nodes)}]}
+    # One term per node (terms are ORed): a `metadata.name` field selector takes a single value.
+    terms = [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]} for n in nodes]
     template["spec"]["affinity"] = {
-        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}},
-        "podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "labelSelector": {"matchLabels": {L_JOB_ID: label_value(job_id)}},
-                    "topologyKey": HOSTNAME_KEY,
-                }
-            ]
-        },
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}},
+        # Unchanged (it is set at creation: a suspended Job's pod anti-affinity cannot be changed), but named
+        # so the merge patch keeps it.
+        "podAntiAffinity": one_pod_per_host(label_value(job_id)),
     }
     return patch
 
 
-def rank_of(pod: dict[str, Any]) -> str:
+def one_pod_per_host(job_label: str) -> dict[str, Any]:
+    """Required pod anti-affinity: no two pods of the gang on one host."""
+    term = {"labelSelector": {"matchLabels": {L_JOB_ID: job_label}}, "topologyKey": HOSTNAME_KEY}
+    return {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+
+
+def rank_of(pod: Mapping[str, Any]) -> str:
     """A gang pod's rank ("" for a one-pod Job's pod)."""
     meta = pod.get("metadata") or {}
     return (meta.get("annotations") or {}).get(INDEX_ANNOTATION) or (meta.get("labels") or {}).get(INDEX_ANNOTATION, "")
