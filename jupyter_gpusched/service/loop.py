@@ -177,6 +177,10 @@ class Service(ServiceViews):
             else:
                 self.scheduler.restore(job)
         self._persist(touched)
+        if adopted:
+            self.backend.job_dirs(
+                {j: Path(i.job_dir) if i.job_dir else self.jobs_dir / j for j, i in self.info.items() if j in adopted}
+            )
         if touched:
             log.info(
                 "recovered %d jobs that were active before the restart: %s",

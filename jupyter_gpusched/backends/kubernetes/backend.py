@@ -421,6 +421,18 @@ class KubernetesBackend(Backend):
             self._reconciler.finish_adoption(self._jobs_listed())
         return adopted
 
+    def job_dirs(self, dirs: Mapping[str, Path]) -> None:
+        """The adopted jobs' folders: their pods' logs are copied on into log.txt, from where the previous
+        service stopped (see `podlogs.POSITIONS`)."""
+        with self._state.lock:
+            for job_id, job_dir in dirs.items():
+                t = self._state.tracked.get(job_id)
+                if t is None or not t.adopted or t.job_dir is not None:
+                    continue
+                t.job_dir = Path(job_dir)
+                for pod in list((self._state.cache.pods.get(job_id) or {}).values()):
+                    self._podlogs.seen(job_id, pod)  # (pods listed before the folder was known)
+
     def check(self, spec: JobSpec, notebook: Path, parameters: Mapping[str, Any] | None = None) -> None:
         """Ask the API server (server-side dry run) whether it would accept this job's Job and ConfigMap.
         Raises BackendError with the API server's own message when it would not. Skipped (accepted) while the

@@ -10,6 +10,7 @@ down) is simply tried later, with backoff; each new pod starts with a separator 
 from __future__ import annotations
 
 import calendar
+import json
 import logging
 import math
 import re
@@ -108,9 +109,37 @@ def split_log_lines(
     return out, since_ns, at_since, sec_bytes
 
 
+POSITIONS = ".podlog-positions.json"  # in the job's folder: how far each pod's log was copied (for adoption)
+
+
+def save_position(job_dir: Path, key: str, since_ns: int, at_since: int, sec_bytes: int, copied: int) -> None:
+    """Remember how far pod `key`'s log has been copied, so a service adopting the job after a restart goes
+    on from there instead of copying it again (log thread only)."""
+    path = job_dir / POSITIONS
+    try:
+        positions = json.loads(path.read_text()) if path.is_file() else {}
+        positions[key] = [since_ns, at_since, sec_bytes, copied]
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(positions))
+        tmp.replace(path)
+    except (OSError, ValueError):
+        pass
+
+
+def resume(pl: PodLog, job_dir: Path, key: str) -> None:
+    """Start an adopted pod's copy where the previous service left it (nothing saved: from the start)."""
+    try:
+        saved = json.loads((job_dir / POSITIONS).read_text()).get(key)
+    except (OSError, ValueError):
+        return
+    if saved:
+        pl.since_ns, pl.at_since, pl.sec_bytes, pl.copied = (int(v) for v in saved)
+        pl.header = True
+
+
 class PodLogCopier:
     """The log thread and what it knows of each pod: pod uid -> progress (finished pods stay, done, until they
-    leave the cache). Only jobs this service launched are copied (an adopted job's log.txt is not ours)."""
+    leave the cache). Adopted jobs go on from the position the previous service saved (`POSITIONS`)."""
 
     def __init__(self, state: SharedState, conn: Connection, cfg: KubernetesConfig):
         self._state = state
@@ -135,7 +164,7 @@ class PodLogCopier:
         if pl is None:
             t = self._state.tracked.get(job_id)
             if gone or t is None or t.job_dir is None:
-                return  # a job this service did not launch (adopted after a restart: its log.txt is not ours)
+                return  # not ours, or adopted and its folder not known yet (`KubernetesBackend.job_dirs`)
             containers = (pod.get("spec") or {}).get("containers") or [{}]
             pl = PodLog(
                 job_id,
@@ -146,6 +175,8 @@ class PodLogCopier:
                 meta.get("creationTimestamp") or "",
                 rank=rank_of(pod),
             )
+            if t.adopted:
+                resume(pl, t.job_dir, key)  # copied in part by the service before a restart
             self._pods[key] = pl
             self._active.add(key)
         if pl.done:
@@ -280,6 +311,7 @@ class PodLogCopier:
             stop = True
         if out:
             self._state.append_log(job_dir, bytes(out), self.cfg.max_log_bytes)
+            save_position(job_dir, key, since_ns, at_since, sec_bytes, pl.copied + len(out))
         with self._state.lock:
             pl.since_ns, pl.at_since, pl.sec_bytes, pl.failures = since_ns, at_since, sec_bytes, 0
             pl.copied += len(out)
