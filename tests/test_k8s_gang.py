@@ -121,10 +121,10 @@ def gang_pods(cluster: KwokCluster, ns: str, attempt: int | None = None) -> list
 @pytest.mark.timeout(240)
 def test_a_gang_runs_on_whole_nodes_together_and_requeues_once_when_a_node_is_lost(cluster, tmp_path):
     ns = cluster.namespace("gang")
-    service = make_service(tmp_path, cluster, ns)
+    service = make_service(tmp_path, cluster, ns, log_interval=0.5)
     backend = service.backend
     assert isinstance(backend, KubernetesBackend)
-    job = service.submit(notebook="sim.ipynb", owner="u", gpus=16, parameters={"sim_duration": 20})
+    job = service.submit(notebook="sim.ipynb", owner="u", gpus=16, parameters={"sim_duration": 30})
     run_until(service, lambda: job.state is JobState.RUNNING, timeout=60, cluster=cluster, what="gang running")
     nodes = set(job.nodes)
     assert len(nodes) == 2
@@ -142,15 +142,6 @@ def test_a_gang_runs_on_whole_nodes_together_and_requeues_once_when_a_node_is_lo
         assert env["MASTER_ADDR"]["value"].startswith(p["spec"]["hostname"].rsplit("-", 1)[0] + "-0.")
         assert p["spec"]["subdomain"] == svc["metadata"]["name"]
         assert p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "8"
-    lost = sorted(nodes)[0]
-    cluster.delete_node(lost)  # one node of the gang is gone: the whole gang stops and runs again elsewhere
-    run_until(service, lambda: job.state.terminal, timeout=150, cluster=cluster, what="gang finishes")
-    events = [e.dst for e in service.store.events(job.id)]
-    assert job.state is JobState.SUCCEEDED, (job.state, job.reason)
-    assert events.count(JobState.PREEMPTED) + events.count(JobState.LOST) == 1, events  # requeued once
-    assert events.count(JobState.RUNNING) == 2
-    second = {p["spec"]["nodeName"] for p in gang_pods(cluster, ns, 2) if p["status"].get("phase") == "Succeeded"}
-    assert len(second) == 2 and lost not in second, second  # the whole gang ran again, elsewhere
     # The job's log: both pods' logs, each line prefixed by its rank.
     marker = "gang-log-line"
     with open(cluster.dir / "pod-logs" / "container.log", "a", encoding="utf-8") as f:
@@ -165,6 +156,15 @@ def test_a_gang_runs_on_whole_nodes_together_and_requeues_once_when_a_node_is_lo
     text = path.read_text()
     assert "all 2 pods running" in text
     assert all(line.startswith("[rank ") for line in text.splitlines() if marker in line), text[-2000:]
+    lost = sorted(nodes)[0]
+    cluster.delete_node(lost)  # one node of the gang is gone: the whole gang stops and runs again elsewhere
+    run_until(service, lambda: job.state.terminal, timeout=150, cluster=cluster, what="gang finishes")
+    events = [e.dst for e in service.store.events(job.id)]
+    assert job.state is JobState.SUCCEEDED, (job.state, job.reason)
+    assert events.count(JobState.PREEMPTED) + events.count(JobState.LOST) == 1, events  # requeued once
+    assert events.count(JobState.RUNNING) == 2
+    second = {p["spec"]["nodeName"] for p in gang_pods(cluster, ns, 2) if p["status"].get("phase") == "Succeeded"}
+    assert len(second) == 2 and lost not in second, second  # the whole gang ran again, elsewhere
     cluster.add_node(lost, "on-demand")
     cluster.wait_ready([lost])
     backend.delete_all_jobs()

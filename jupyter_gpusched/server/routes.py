@@ -11,6 +11,7 @@ from .handlers.cluster import ClusterHandler, MeHandler, MetricsHandler, QueuesH
 from .handlers.forecast import ForecastHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobLogHandler, JobOutputHandler, JobsHandler
 from .handlers.scaling import ScalingHandler
+from .handlers.upload import UploadHandler
 
 
 def handlers(base_url: str) -> list[tuple[str, type]]:
@@ -30,6 +31,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + "/forecast", ForecastHandler),
         (api + "/scaling", ScalingHandler),
         (url_path_join(base_url, "gpusched", "metrics"), MetricsHandler),
+        (api + "/internal" + job + "/upload/(?P<what>notebook|files/.+)", UploadHandler),
         (api + "(/.*)?", UnknownPathHandler),
     ]
 

@@ -35,6 +35,7 @@ from .podlogs import PodLogCopier
 from .reconcile import Reconciler
 from .state import SharedState, Tracked
 from .status import eligible_nodes, evaluate, node_news, observed_attempt, placement_of, pools_of
+from .upload import A_TOKEN_HASH, add_upload, new_token, token_matches
 from .watch import Changes, Watcher
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,9 @@ SETTINGS = {
         "copy_logs",
         "log_interval",
         "max_log_bytes",
+        "upload_url",
+        "upload_interval",
+        "max_upload_bytes",
     )
 }
 
@@ -127,6 +131,15 @@ class KubernetesBackend(Backend):
         "of the cap is kept, under a line that says so). 0: no cap.",
     )
     workers = Int(4, config=True, help="Threads writing to the API server.")
+    upload_url = Unicode(
+        "",
+        config=True,
+        help="The service's URL as job pods reach it (e.g. http://gpusched.jhub.svc:8888/ with its base URL): "
+        "pods then upload their executed notebook and output folder there with a job-scoped token. Empty: off "
+        "(results only on output_volume).",
+    )
+    upload_interval = Float(10.0, config=True, help="Seconds between uploads of a running job's notebook.")
+    max_upload_bytes = Int(1 << 30, config=True, help="Cap of a job's uploaded output folder, in bytes.")
 
     def __init__(
         self,
@@ -320,6 +333,7 @@ class KubernetesBackend(Backend):
             raise BackendError(f"cannot read the notebook {req.notebook}: {exc}") from None
         job, cm = build_manifests(req.job_id, spec, text, params, self.cfg, kernel_name=req.kernel_name)
         service = make_gang(job, len(allocation), per_node, self.cfg) if per_node else None
+        extras = [service] if service else []
         if self.pod_customizer is not None:
             self.pod_customizer(job, spec, params)
         node = allocation[0][0] if allocation else None
@@ -334,7 +348,10 @@ class KubernetesBackend(Backend):
             t.want = "run"
             t.name, t.namespace = job["metadata"]["name"], job["metadata"]["namespace"]
             t.node, t.pool, t.spot = node, pool, spot
-            t.nodes, t.service = tuple(n for n, _ in allocation) if service else (), service
+            t.nodes = tuple(n for n, _ in allocation) if service else ()
+            if self.cfg.upload_url:
+                extras.append(add_upload(job, cm, req.job_id, new_token(), self.cfg))
+            t.extras, t.extras_made = tuple(extras), False
             t.attempt = max(t.attempt, observed_attempt(st.cache.jobs.get(req.job_id))) + 1
             t.manifests = (job, cm)
             t.job_dir = Path(req.job_dir)
@@ -420,6 +437,16 @@ class KubernetesBackend(Backend):
                 adopted.add(job_id)
             self._reconciler.finish_adoption(self._jobs_listed())
         return adopted
+
+    def upload_allowed(self, job_id: str, token: str) -> bool:
+        """Is `token` this job's upload token, and is the job still running (as far as the service knows)?"""
+        with self._state.lock:
+            t = self._state.tracked.get(job_id)
+            if t is None or t.want != "run" or t.reported_final:
+                return False
+            kj = self._state.cache.jobs.get(job_id) or (t.manifests[0] if t.manifests else None)
+            stored = ((kj or {}).get("metadata") or {}).get("annotations", {}).get(A_TOKEN_HASH)
+            return token_matches(token, stored)
 
     def job_dirs(self, dirs: Mapping[str, Path]) -> None:
         """The adopted jobs' folders: their pods' logs are copied on into log.txt, from where the previous

@@ -180,7 +180,7 @@ class Reconciler:
                 t.namespace, t.name = kj["metadata"]["namespace"], kj["metadata"]["name"]
             ns, name, node, pool, spot, attempt = t.namespace, t.name, t.node, t.pool, t.spot, t.attempt
             manifests, recreate, seen = t.manifests, t.recreate, t.seen and not t.recreate
-            gang_nodes, service = t.nodes, t.service
+            gang_nodes, extras = t.nodes, (() if t.extras_made else t.extras)
         if not ns:
             return None  # adopted job whose Job we have not seen: the adoption pass reports it
         jobs_path = f"/apis/batch/v1/namespaces/{ns}/jobs"
@@ -246,8 +246,6 @@ class Reconciler:
             job = self._create(jobs_path, job_path, ns, name, manifests)
             if job is None:
                 return None  # refused: reported as failed
-            if service is not None:
-                self._create_owned(job, f"/api/v1/namespaces/{ns}/services", service)
             with self._state.lock:
                 t.recreate = False
                 t.seen = True
@@ -269,6 +267,11 @@ class Reconciler:
             return 0.2
         if self._live_pods(job_id):
             return 0.2
+        for extra in extras:  # before the pods exist: they need them
+            self._create_owned(kj, f"/api/v1/namespaces/{ns}/{extra['kind'].lower()}s", extra)
+        if extras:
+            with self._state.lock:
+                t.extras_made = True
         if (kj.get("status") or {}).get("startTime"):
             self._clear_start_time(job_path)
         log.debug("job %s: admitting attempt %d on %s (pool %s)", job_id, attempt, node, pool)
@@ -385,6 +388,7 @@ class Reconciler:
         except KubeApiError as exc:
             if exc.status != 409:
                 raise
+            self._conn.request("PUT", f"{path}/{body['metadata']['name']}", body=body)  # (a Job made afresh)
 
     def _delete_configmap(self, ns: str, name: str) -> None:
         try:

@@ -39,7 +39,8 @@ class Tracked:
     recreate: bool = False  # deleting a failed Job so it can be created afresh
     reported_final: bool = False
     nodes: tuple[str, ...] = ()  # a gang's nodes (more than one: see `gang`); () for a one-pod job
-    service: dict | None = None  # a gang's headless Service, created with its Job
+    extras: tuple[dict, ...] = ()  # objects the Job owns besides its ConfigMap: a gang's Service, the upload Secret
+    extras_made: bool = False
 
 
 class SharedState:
