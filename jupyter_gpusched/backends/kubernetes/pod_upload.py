@@ -34,6 +34,8 @@ def put(base: str, token: str, what: str, path: str) -> None:
 
 def main(argv: list) -> int:
     base, token = os.environ.get("GPUSCHED_UPLOAD_URL", ""), os.environ.get("GPUSCHED_UPLOAD_TOKEN", "")
+    if os.environ.get("RANK", "0") != "0":
+        base = ""  # a multi-node job's results are rank 0's
     interval = float(os.environ.get("GPUSCHED_UPLOAD_INTERVAL", "10"))
     cap = int(os.environ.get("GPUSCHED_UPLOAD_MAX_BYTES", str(1 << 30)))
     out = argv[2] if len(argv) > 2 else ""
