@@ -444,7 +444,8 @@ class KubernetesBackend(Backend):
             t = self._state.tracked.get(job_id)
             if t is None or t.want != "run" or t.reported_final:
                 return False
-            kj = self._state.cache.jobs.get(job_id) or (t.manifests[0] if t.manifests else None)
+            # This launch's token (its manifests), else the Job's (an adopted job)
+            kj = t.manifests[0] if t.manifests else self._state.cache.jobs.get(job_id)
             stored = ((kj or {}).get("metadata") or {}).get("annotations", {}).get(A_TOKEN_HASH)
             return token_matches(token, stored)
 

@@ -34,6 +34,7 @@ from .manifests import placement_patch
 from .names import A_JOB_ID
 from .state import SharedState, Tracked
 from .status import cond_true, observed_attempt
+from .upload import A_TOKEN_HASH
 
 log = logging.getLogger(__name__)
 
@@ -249,6 +250,8 @@ class Reconciler:
             with self._state.lock:
                 t.recreate = False
                 t.seen = True
+                t.extras_made = False  # (a Job made afresh: what the old one owned went with it)
+                extras = t.extras
                 if job_id not in self._state.cache.jobs:
                     self._state.cache.jobs[job_id] = job
             kj = job
@@ -279,6 +282,9 @@ class Reconciler:
             patch = placement_patch(node, pool, spot, attempt, self.cfg)
             if len(gang_nodes) > 1:
                 patch = gang_placement(patch, gang_nodes, job_id)
+            token_hash = (manifests[0]["metadata"]["annotations"] if manifests else {}).get(A_TOKEN_HASH)
+            if token_hash:  # the hash of the token just put in the Secret
+                patch["metadata"] = {"annotations": {A_TOKEN_HASH: token_hash}}
             self._patch(job_path, patch)
         except KubeApiError as exc:
             if exc.status == 422 and "immutable" in exc.message:
@@ -388,7 +394,8 @@ class Reconciler:
         except KubeApiError as exc:
             if exc.status != 409:
                 raise
-            self._conn.request("PUT", f"{path}/{body['metadata']['name']}", body=body)  # (a Job made afresh)
+            if body["kind"] == "Secret":  # this launch's upload token replaces the last one
+                self._conn.request("PUT", f"{path}/{body['metadata']['name']}", body=body)
 
     def _delete_configmap(self, ns: str, name: str) -> None:
         try:
