@@ -182,7 +182,9 @@ def test_pods_upload_results_with_a_job_scoped_token(cluster, tmp_path):
         assert requests.put(f"{base}/{b.id}/upload/notebook", data=b"{}", headers=head).status_code == 403
         assert requests.put(f"{base}/{b.id}/upload/notebook", data=b"{}").status_code == 403
         assert requests.get(f"{base}/{a.id}/upload/notebook", headers=head).status_code == 405
-        assert requests.put(f"{base}/{a.id}/upload/files/../x", data=b"1", headers=head).status_code in (400, 404)
+        # ("%2F": a client would drop a literal "../" from the URL itself)
+        assert requests.put(f"{base}/{a.id}/upload/files/..%2Fescape", data=b"1", headers=head).status_code == 400
+        assert not (service.job_dir(a.id) / "escape").exists()
         assert requests.put(f"{base}/{a.id}/upload/files/big", data=b"x" * 5000, headers=head).status_code == 413
         assert requests.put(f"{base}/{a.id}/upload/files/ok.txt", data=b"1", headers=head).status_code == 204
         assert not (service.job_dir(b.id) / "output.ipynb").exists()
