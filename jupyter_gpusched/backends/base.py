@@ -173,6 +173,11 @@ class Backend(LoggingConfigurable, metaclass=_ConfigurableABCMeta):
         through `poll`. None (the default): nothing outlives the service; it reaps and requeues them."""
         return None
 
+    def job_dirs(self, dirs: Mapping[str, Path]) -> None:
+        """After `adopt`: the folders of the adopted jobs (job id -> folder), for backends that write there
+        (the Kubernetes backend's pod-log copy). The default ignores them."""
+        return None
+
     def check(self, spec: JobSpec, notebook: Path, parameters: Mapping[str, Any] | None = None) -> None:
         """Raise BackendError if this backend would refuse the job (called at submit, so the user gets
         the reason at once). The default accepts everything."""

@@ -13,6 +13,7 @@ from .handlers.forecast import ForecastHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobLogHandler, JobOutputHandler, JobsHandler
 from .handlers.notify import NotifySettingsHandler
 from .handlers.scaling import ScalingHandler
+from .handlers.upload import UploadHandler
 
 
 def handlers(base_url: str) -> list[tuple[str, type]]:
@@ -34,6 +35,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + "/scaling", ScalingHandler),
         (api + "/settings/notify", NotifySettingsHandler),
         (url_path_join(base_url, "gpusched", "metrics"), MetricsHandler),
+        (api + "/internal" + job + "/upload/(?P<what>notebook|files/.+)", UploadHandler),
         (api + "(/.*)?", UnknownPathHandler),
     ]
 

@@ -191,6 +191,10 @@ class Service(ServiceViews):
                 self.scheduler.restore(job)
         self._persist(touched)
         self.notices.resume()  # deliveries the previous server did not record (at-least-once)
+        if adopted:
+            self.backend.job_dirs(
+                {j: Path(i.job_dir) if i.job_dir else self.jobs_dir / j for j, i in self.info.items() if j in adopted}
+            )
         if touched:
             log.info(
                 "recovered %d jobs that were active before the restart: %s",

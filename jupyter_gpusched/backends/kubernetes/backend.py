@@ -28,12 +28,14 @@ from ..base import Backend, BackendError, BackendUpdate, LaunchRequest, validate
 from ..logcap import DEFAULT_MAX_LOG_BYTES
 from .api import Api, Connection, KubeApiError, rejection
 from .config import GPU_RESOURCE, TRAIT_NAMES, KubernetesConfig
+from .gang import GangError, gpus_per_node, make_gang
 from .manifests import build_manifests
 from .names import digest, instance_selector, job_name
 from .podlogs import PodLogCopier
 from .reconcile import Reconciler
 from .state import SharedState, Tracked
 from .status import eligible_nodes, evaluate, node_news, observed_attempt, placement_of, pools_of
+from .upload import A_TOKEN_HASH, add_upload, new_token, token_matches
 from .watch import Changes, Watcher
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,9 @@ SETTINGS = {
         "copy_logs",
         "log_interval",
         "max_log_bytes",
+        "upload_url",
+        "upload_interval",
+        "max_upload_bytes",
     )
 }
 
@@ -126,6 +131,15 @@ class KubernetesBackend(Backend):
         "of the cap is kept, under a line that says so). 0: no cap.",
     )
     workers = Int(4, config=True, help="Threads writing to the API server.")
+    upload_url = Unicode(
+        "",
+        config=True,
+        help="The service's URL as job pods reach it (e.g. http://gpusched.jhub.svc:8888/ with its base URL): "
+        "pods then upload their executed notebook and output folder there with a job-scoped token. Empty: off "
+        "(results only on output_volume).",
+    )
+    upload_interval = Float(10.0, config=True, help="Seconds between uploads of a running job's notebook.")
+    max_upload_bytes = Int(1 << 30, config=True, help="Cap of a job's uploaded output folder, in bytes.")
 
     def __init__(
         self,
@@ -303,10 +317,12 @@ class KubernetesBackend(Backend):
             notebook=Path(req.notebook).name, gpus=max(1, len(req.gpu_ids)), max_runtime=req.max_runtime
         )
         allocation = tuple(req.allocation or ())
+        per_node = 0
         if len(allocation) > 1:
-            raise BackendError(
-                f"job {req.job_id} was placed on {len(allocation)} nodes; the kubernetes backend runs a job's GPUs on one node"
-            )
+            try:
+                per_node = gpus_per_node(allocation)
+            except GangError as exc:
+                raise BackendError(f"job {req.job_id}: {exc}") from None
         try:
             params = validate_parameters(req.parameters)
         except ValueError as exc:
@@ -316,6 +332,8 @@ class KubernetesBackend(Backend):
         except (OSError, UnicodeDecodeError) as exc:
             raise BackendError(f"cannot read the notebook {req.notebook}: {exc}") from None
         job, cm = build_manifests(req.job_id, spec, text, params, self.cfg, kernel_name=req.kernel_name)
+        service = make_gang(job, len(allocation), per_node, self.cfg) if per_node else None
+        extras = [service] if service else []
         if self.pod_customizer is not None:
             self.pod_customizer(job, spec, params)
         node = allocation[0][0] if allocation else None
@@ -330,13 +348,18 @@ class KubernetesBackend(Backend):
             t.want = "run"
             t.name, t.namespace = job["metadata"]["name"], job["metadata"]["namespace"]
             t.node, t.pool, t.spot = node, pool, spot
+            t.nodes = tuple(n for n, _ in allocation) if service else ()
+            if self.cfg.upload_url:
+                extras.append(add_upload(job, cm, req.job_id, new_token(), self.cfg))
+            t.extras, t.extras_made = tuple(extras), False
             t.attempt = max(t.attempt, observed_attempt(st.cache.jobs.get(req.job_id))) + 1
             t.manifests = (job, cm)
             t.job_dir = Path(req.job_dir)
             t.reported_final = False
             t.backoff = 0.0
             self._reconciler.enqueue(req.job_id, 0.0)
-        st.note(t, f"admitted to {node or 'pool ' + str(pool)} (attempt {t.attempt}); Job {t.namespace}/{t.name}")
+        where = f"{len(t.nodes)} nodes ({', '.join(t.nodes)})" if t.nodes else node or f"pool {pool}"
+        st.note(t, f"admitted to {where} (attempt {t.attempt}); Job {t.namespace}/{t.name}")
 
     def kill(self, job_id: str, reason: str) -> None:
         delete = reason.lower().startswith("cancel")
@@ -404,6 +427,7 @@ class KubernetesBackend(Backend):
                 pool, spot = self._placement_of(node)
                 t = st.tracked.get(job_id) or Tracked(job_id, job_name(job_id), "", "run")
                 t.want, t.node, t.pool, t.spot, t.adopted = "run", node, pool, spot, True
+                t.nodes = tuple(n for n, _ in allocation) if len(allocation) > 1 else ()
                 t.attempt = max(t.attempt, observed_attempt(st.cache.jobs.get(job_id)))
                 if state is JobState.RUNNING:
                     # Believed running until the cluster says otherwise: it keeps its heartbeats even while
@@ -413,6 +437,29 @@ class KubernetesBackend(Backend):
                 adopted.add(job_id)
             self._reconciler.finish_adoption(self._jobs_listed())
         return adopted
+
+    def upload_allowed(self, job_id: str, token: str) -> bool:
+        """Is `token` this job's upload token, and is the job still running (as far as the service knows)?"""
+        with self._state.lock:
+            t = self._state.tracked.get(job_id)
+            if t is None or t.want != "run" or t.reported_final:
+                return False
+            # This launch's token (its manifests), else the Job's (an adopted job)
+            kj = t.manifests[0] if t.manifests else self._state.cache.jobs.get(job_id)
+            stored = ((kj or {}).get("metadata") or {}).get("annotations", {}).get(A_TOKEN_HASH)
+            return token_matches(token, stored)
+
+    def job_dirs(self, dirs: Mapping[str, Path]) -> None:
+        """The adopted jobs' folders: their pods' logs are copied on into log.txt, from where the previous
+        service stopped (see `podlogs.POSITIONS`)."""
+        with self._state.lock:
+            for job_id, job_dir in dirs.items():
+                t = self._state.tracked.get(job_id)
+                if t is None or not t.adopted or t.job_dir is not None:
+                    continue
+                t.job_dir = Path(job_dir)
+                for pod in list((self._state.cache.pods.get(job_id) or {}).values()):
+                    self._podlogs.seen(job_id, pod)  # (pods listed before the folder was known)
 
     def check(self, spec: JobSpec, notebook: Path, parameters: Mapping[str, Any] | None = None) -> None:
         """Ask the API server (server-side dry run) whether it would accept this job's Job and ConfigMap.

@@ -57,6 +57,9 @@ class KubernetesConfig:
     log_limit_bytes: int = 256 * 1024  # limitBytes of one fetch
     log_max_bytes: int = 64 * 1024 * 1024  # per pod: past this much, the copy stops with a note
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES  # the job's whole log.txt (all its pods): past it, the head goes
+    upload_url: str = ""  # the service's URL as pods reach it: they upload their results there ("": off)
+    upload_interval: float = 10.0  # seconds between uploads of a running notebook (when it changed)
+    max_upload_bytes: int = 1 << 30  # a job's uploaded output folder, in all
 
     def namespace_for(self, tenant: str) -> str:
         return self.tenant_namespaces.get(tenant, self.namespace)

@@ -10,6 +10,7 @@ down) is simply tried later, with backoff; each new pod starts with a separator 
 from __future__ import annotations
 
 import calendar
+import json
 import logging
 import math
 import re
@@ -22,6 +23,7 @@ from typing import Any
 
 from .api import Connection, KubeApiError
 from .config import KubernetesConfig
+from .gang import rank_of
 from .names import A_ATTEMPT
 from .state import SharedState
 
@@ -48,6 +50,7 @@ class PodLog:
     copied: int = 0  # bytes written
     header: bool = False  # the separator line was written
     failures: int = 0  # HTTP errors in a row (an unreachable API server is not counted)
+    rank: str = ""  # a gang pod's rank: its lines are copied prefixed "[rank N] "
 
 
 LOG_TS = re.compile(rb"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$")
@@ -106,9 +109,37 @@ def split_log_lines(
     return out, since_ns, at_since, sec_bytes
 
 
+POSITIONS = ".podlog-positions.json"  # in the job's folder: how far each pod's log was copied (for adoption)
+
+
+def save_position(job_dir: Path, key: str, since_ns: int, at_since: int, sec_bytes: int, copied: int) -> None:
+    """Remember how far pod `key`'s log has been copied, so a service adopting the job after a restart goes
+    on from there instead of copying it again (log thread only)."""
+    path = job_dir / POSITIONS
+    try:
+        positions = json.loads(path.read_text()) if path.is_file() else {}
+        positions[key] = [since_ns, at_since, sec_bytes, copied]
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(positions))
+        tmp.replace(path)
+    except (OSError, ValueError):
+        pass
+
+
+def resume(pl: PodLog, job_dir: Path, key: str) -> None:
+    """Start an adopted pod's copy where the previous service left it (nothing saved: from the start)."""
+    try:
+        saved = json.loads((job_dir / POSITIONS).read_text()).get(key)
+    except (OSError, ValueError):
+        return
+    if saved:
+        pl.since_ns, pl.at_since, pl.sec_bytes, pl.copied = (int(v) for v in saved)
+        pl.header = True
+
+
 class PodLogCopier:
     """The log thread and what it knows of each pod: pod uid -> progress (finished pods stay, done, until they
-    leave the cache). Only jobs this service launched are copied (an adopted job's log.txt is not ours)."""
+    leave the cache). Adopted jobs go on from the position the previous service saved (`POSITIONS`)."""
 
     def __init__(self, state: SharedState, conn: Connection, cfg: KubernetesConfig):
         self._state = state
@@ -133,7 +164,7 @@ class PodLogCopier:
         if pl is None:
             t = self._state.tracked.get(job_id)
             if gone or t is None or t.job_dir is None:
-                return  # a job this service did not launch (adopted after a restart: its log.txt is not ours)
+                return  # not ours, or adopted and its folder not known yet (`KubernetesBackend.job_dirs`)
             containers = (pod.get("spec") or {}).get("containers") or [{}]
             pl = PodLog(
                 job_id,
@@ -142,7 +173,10 @@ class PodLogCopier:
                 containers[0].get("name") or "",
                 (meta.get("annotations") or {}).get(A_ATTEMPT, "?"),
                 meta.get("creationTimestamp") or "",
+                rank=rank_of(pod),
             )
+            if t.adopted:
+                resume(pl, t.job_dir, key)  # copied in part by the service before a restart
             self._pods[key] = pl
             self._active.add(key)
         if pl.done:
@@ -168,15 +202,15 @@ class PodLogCopier:
     def _due(self, now: float) -> tuple[list[tuple[str, PodLog, Path, bool]], float]:
         """The pods whose log is due now (the oldest unfinished pod of each job first, so one attempt's lines
         are never mixed with the next one's), and when the next one is due (lock held)."""
-        first: dict[str, tuple[tuple[bool, str, str], str, PodLog]] = {}
+        first: dict[tuple[str, str], tuple[tuple[bool, str, str], str, PodLog]] = {}
         for key in self._active:
             pl = self._pods[key]
             if not pl.started:
                 continue
             order = (not pl.final, pl.created, pl.name)  # (a Job runs one pod at a time: an ended one is older)
-            cur = first.get(pl.job_id)
+            cur = first.get((pl.job_id, pl.rank))  # (a gang's ranks run side by side)
             if cur is None or order < cur[0]:
-                first[pl.job_id] = (order, key, pl)
+                first[(pl.job_id, pl.rank)] = (order, key, pl)
         due, nxt = [], math.inf
         for _, key, pl in first.values():
             t = self._state.tracked.get(pl.job_id)
@@ -258,10 +292,11 @@ class PodLogCopier:
         lines, since_ns, at_since, sec_bytes = split_log_lines(data, pl.since_ns, pl.at_since, truncated, pl.sec_bytes)
         out = bytearray()
         if lines and not pl.header:
-            out += f"[gpusched {time.strftime('%Y-%m-%d %H:%M:%S')}] kubernetes: ----- attempt {pl.attempt}: log of pod {pl.name} -----\n".encode()
+            out += f"[gpusched {time.strftime('%Y-%m-%d %H:%M:%S')}] kubernetes: ----- attempt {pl.attempt}: log of pod {pl.name}{' (rank ' + pl.rank + ')' if pl.rank else ''} -----\n".encode()
             pl.header = True
+        prefix = f"[rank {pl.rank}] ".encode() if pl.rank else b""
         for line in lines:
-            out += line + b"\n"
+            out += prefix + line + b"\n"
         stop = False
         if truncated and not lines and since_ns == pl.since_ns and at_since == pl.at_since:
             # More than 16 x limitBytes within the second we resume from, all copied already: skip the rest of
@@ -276,6 +311,7 @@ class PodLogCopier:
             stop = True
         if out:
             self._state.append_log(job_dir, bytes(out), self.cfg.max_log_bytes)
+            save_position(job_dir, key, since_ns, at_since, sec_bytes, pl.copied + len(out))
         with self._state.lock:
             pl.since_ns, pl.at_since, pl.sec_bytes, pl.failures = since_ns, at_since, sec_bytes, 0
             pl.copied += len(out)

@@ -29,10 +29,12 @@ from collections.abc import Callable, Mapping
 from ...core.model import Allocation, JobState
 from .api import Connection, KubeApiError, rejection
 from .config import KubernetesConfig
+from .gang import gang_placement
 from .manifests import placement_patch
 from .names import A_JOB_ID
 from .state import SharedState, Tracked
 from .status import cond_true, observed_attempt
+from .upload import A_TOKEN_HASH
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +181,7 @@ class Reconciler:
                 t.namespace, t.name = kj["metadata"]["namespace"], kj["metadata"]["name"]
             ns, name, node, pool, spot, attempt = t.namespace, t.name, t.node, t.pool, t.spot, t.attempt
             manifests, recreate, seen = t.manifests, t.recreate, t.seen and not t.recreate
+            gang_nodes, extras = t.nodes, (() if t.extras_made else t.extras)
         if not ns:
             return None  # adopted job whose Job we have not seen: the adoption pass reports it
         jobs_path = f"/apis/batch/v1/namespaces/{ns}/jobs"
@@ -247,6 +250,8 @@ class Reconciler:
             with self._state.lock:
                 t.recreate = False
                 t.seen = True
+                t.extras_made = False  # (a Job made afresh: what the old one owned went with it)
+                extras = t.extras
                 if job_id not in self._state.cache.jobs:
                     self._state.cache.jobs[job_id] = job
             kj = job
@@ -265,11 +270,22 @@ class Reconciler:
             return 0.2
         if self._live_pods(job_id):
             return 0.2
+        for extra in extras:  # before the pods exist: they need them
+            self._create_owned(kj, f"/api/v1/namespaces/{ns}/{extra['kind'].lower()}s", extra)
+        if extras:
+            with self._state.lock:
+                t.extras_made = True
         if (kj.get("status") or {}).get("startTime"):
             self._clear_start_time(job_path)
         log.debug("job %s: admitting attempt %d on %s (pool %s)", job_id, attempt, node, pool)
         try:
-            self._patch(job_path, placement_patch(node, pool, spot, attempt, self.cfg))
+            patch = placement_patch(node, pool, spot, attempt, self.cfg)
+            if len(gang_nodes) > 1:
+                patch = gang_placement(patch, gang_nodes, job_id)
+            token_hash = (manifests[0]["metadata"]["annotations"] if manifests else {}).get(A_TOKEN_HASH)
+            if token_hash:  # the hash of the token just put in the Secret
+                patch["metadata"] = {"annotations": {A_TOKEN_HASH: token_hash}}
+            self._patch(job_path, patch)
         except KubeApiError as exc:
             if exc.status == 422 and "immutable" in exc.message:
                 # The Job controller has not caught up with the suspension yet: clear and try again shortly.
@@ -359,6 +375,27 @@ class Reconciler:
             else:
                 raise
         return job
+
+    def _create_owned(self, job: Mapping, path: str, manifest: Mapping) -> None:
+        """Create an object the Job owns (the garbage collector deletes it with the Job); one that exists is kept."""
+        body = json.loads(json.dumps(manifest))
+        meta = job["metadata"]
+        body["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "blockOwnerDeletion": False,
+            }
+        ]
+        try:
+            self._conn.request("POST", path, body=body)
+        except KubeApiError as exc:
+            if exc.status != 409:
+                raise
+            if body["kind"] == "Secret":  # this launch's upload token replaces the last one
+                self._conn.request("PUT", f"{path}/{body['metadata']['name']}", body=body)
 
     def _delete_configmap(self, ns: str, name: str) -> None:
         try:

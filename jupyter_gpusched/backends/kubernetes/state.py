@@ -38,6 +38,9 @@ class Tracked:
     backoff: float = 0.0
     recreate: bool = False  # deleting a failed Job so it can be created afresh
     reported_final: bool = False
+    nodes: tuple[str, ...] = ()  # a gang's nodes (more than one: see `gang`); () for a one-pod job
+    extras: tuple[dict, ...] = ()  # objects the Job owns besides its ConfigMap: a gang's Service, the upload Secret
+    extras_made: bool = False
 
 
 class SharedState:

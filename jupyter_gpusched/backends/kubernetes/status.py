@@ -254,6 +254,8 @@ def evaluate(
             return Verdict("preempted", why, note=why, want="suspend", recheck=True)
     if t.started_attempt == t.attempt:
         return None
+    if len(t.nodes) > 1:
+        return _gang_started(t, pods, now)
     for pod in pods.values():
         meta, status = pod["metadata"], pod.get("status") or {}
         if meta.get("deletionTimestamp") or status.get("phase") != "Running":
@@ -266,3 +268,24 @@ def evaluate(
         t.last_beat = now
         return Verdict("started", note=f"pod {meta['name']} running on {(pod.get('spec') or {}).get('nodeName')}")
     return None
+
+
+def _gang_started(t: Tracked, pods: Mapping[str, Mapping], now: float) -> Verdict | None:
+    """A gang has started when a pod of the attempt runs on every one of its nodes (all of them at once)."""
+    on: dict[str, str] = {}
+    for pod in pods.values():
+        meta, status = pod["metadata"], pod.get("status") or {}
+        if meta.get("deletionTimestamp") or status.get("phase") != "Running":
+            continue
+        if (meta.get("annotations") or {}).get(A_ATTEMPT) != str(t.attempt):
+            continue
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node in t.nodes:
+            on[node] = meta["name"]
+    if len(on) < len(t.nodes):
+        return None
+    t.started_attempt = t.attempt
+    t.last_beat = now
+    return Verdict(
+        "started", note=f"all {len(on)} pods running: " + ", ".join(f"{p} on {n}" for n, p in sorted(on.items()))
+    )
