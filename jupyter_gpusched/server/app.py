@@ -97,6 +97,13 @@ class GPUSched(ExtensionApp):
         help="Tenants and their terms: {name: {'quota': GPUs guaranteed, 'burst': extra GPUs it may borrow "
         "(omit for any idle GPU)}}. Unset: one tenant, default_tenant, owning every GPU.",
     )
+    interactive_share = Float(
+        None,
+        allow_none=True,
+        config=True,
+        help="Default cap on the share of a tenant's quota its interactive GPU kernels may hold (0-1; a tenant's "
+        "own 'interactive_share' in c.GPUSched.tenants wins). None: kernels may use the whole quota.",
+    )
     default_tenant = Unicode(
         "default", config=True, help="Tenant of jobs that name none (and of users not in user_tenants)."
     )
@@ -325,7 +332,12 @@ class GPUSched(ExtensionApp):
         for name, terms in sorted(self.tenants.items()):
             terms = terms or {}
             out.append(
-                Tenant(name, int(terms.get("quota", 0)), None if terms.get("burst") is None else int(terms["burst"]))
+                Tenant(
+                    name,
+                    int(terms.get("quota", 0)),
+                    None if terms.get("burst") is None else int(terms["burst"]),
+                    _share(terms.get("interactive_share", self.interactive_share), name),
+                )
             )
         return tuple(out)
 
@@ -364,6 +376,7 @@ class GPUSched(ExtensionApp):
             root_dir=Path(self.serverapp.root_dir),
             policy=self.policy,
             tenants=self._tenants(),
+            interactive_share=_share(self.interactive_share, self.default_tenant),
             default_tenant=self.default_tenant,
             user_tenants=dict(self.user_tenants),
             pools=self._pools(backend),
@@ -422,3 +435,13 @@ class GPUSched(ExtensionApp):
     async def stop_extension(self) -> None:
         if self.service is not None:
             await self.service.stop()
+
+
+def _share(value: Any, tenant: str) -> float | None:
+    """A tenant's interactive share, checked: a fraction of its quota, or None (no cap)."""
+    if value is None:
+        return None
+    share = float(value)
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"interactive_share of tenant {tenant!r} must be between 0 and 1, got {value!r}")
+    return share

@@ -69,6 +69,7 @@ class ServiceConfig:
     root_dir: Path  # notebooks are resolved inside it
     policy: str = "dynamic"
     tenants: tuple[Tenant, ...] = ()
+    interactive_share: float | None = None  # of the implicit default tenant (docs/interactive.md)
     default_tenant: str = "default"
     user_tenants: Mapping[str, str] = field(default_factory=dict)
     pools: tuple[Pool, ...] = ()
@@ -118,7 +119,8 @@ class Service(ServiceViews):
         nodes = backend.inventory()
         if not any(t.name == config.default_tenant for t in tenants):
             # An unconfigured install has one tenant that owns the whole cluster.
-            tenants.append(Tenant(config.default_tenant, quota=sum(n.gpus for n in nodes) if not tenants else 0))
+            quota = sum(n.gpus for n in nodes) if not tenants else 0
+            tenants.append(Tenant(config.default_tenant, quota=quota, interactive_share=config.interactive_share))
         self.scheduler = Scheduler(
             Cluster(nodes, config.pools),
             tenants,
