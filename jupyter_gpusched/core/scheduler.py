@@ -155,9 +155,9 @@ class Scheduler:
         except KeyError:
             raise UnknownJob(job_id) from None
 
-    def started(self, job_id: str, now: float) -> Job:
+    def started(self, job_id: str, now: float, reason: str = "running") -> Job:
         job = self.get(job_id)
-        self._move(job, JobState.RUNNING, now, "running", "backend")
+        self._move(job, JobState.RUNNING, now, reason, "backend")
         return job
 
     def finished(self, job_id: str, now: float, ok: bool, reason: str = "") -> Job:

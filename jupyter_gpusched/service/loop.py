@@ -52,6 +52,7 @@ from ..store import Store
 from .advisor import Advisor, ScalingSettings
 from .forecasting import Forecasts
 from .info import JobInfo
+from .interactive import release_after_restart
 from .kills import Gpu, Kills
 from .prometheus import PrometheusSource
 from .recovery import FINISHED, LOST, NOT_STARTED, SchedulerStandby, settle, standby_message
@@ -170,7 +171,9 @@ class Service(ServiceViews):
         adopted = self.backend.adopt({job.id: (job.state, job.allocation) for job, _ in rows}) or set()
         for job, stored in rows:
             info = self.info[job.id] = JobInfo.from_dict(stored)
-            if job.id in adopted and self._fits(job):
+            if job.spec.interactive and not job.state.terminal:
+                touched.append(release_after_restart(self.scheduler, job, now))
+            elif job.id in adopted and self._fits(job):
                 self.scheduler.restore(job)  # keeps its GPUs; its news comes through poll()
             elif job.state.holds_gpus:
                 job_dir = Path(info.job_dir) if info.job_dir else self.jobs_dir / job.id
@@ -405,6 +408,9 @@ class Service(ServiceViews):
         return launched
 
     def _launch(self, job: Job, now: float) -> None:
+        if job.spec.interactive:  # a GPU kernel's reservation: nothing runs here, its kernel starts on the GPUs
+            self.scheduler.started(job.id, now, "reserved for its kernel")
+            return
         job_dir = self.jobs_dir / job.id
         job_dir.mkdir(parents=True, exist_ok=True)
         info = self.info.setdefault(job.id, JobInfo())
@@ -503,6 +509,7 @@ class Service(ServiceViews):
         stall_timeout: float | None = None,
         cpus: float = 0.0,
         memory: int = 0,
+        interactive: bool = False,
     ) -> Job:
         """Validate, queue and durably record a job. Raises SpecError on bad input."""
         self.require_owner()
@@ -524,10 +531,12 @@ class Service(ServiceViews):
             est_runtime=None,
             cpus=cpus,
             memory=memory,
+            interactive=interactive,
         )
         self.scheduler.validate(spec)
         try:  # e.g. the Kubernetes API server's own validation (a dry run), so its message reaches the user
-            self.backend.check(spec, (self.config.root_dir / notebook).resolve(), spec.parameters)
+            if not interactive:  # a kernel's reservation runs no notebook
+                self.backend.check(spec, (self.config.root_dir / notebook).resolve(), spec.parameters)
         except BackendError as exc:
             raise SpecError(getattr(exc, "field", None) or "spec", str(exc)) from None
         job = self.scheduler.submit(spec, self.clock(), job_id=uuid.uuid4().hex[:12])

@@ -1,0 +1,88 @@
+"""GPU kernels through a real Jupyter server's kernels API, with 4 virtual GPUs on the local backend:
+each kernel waits in the scheduler's queue, starts on its own GPUs, and gives them back when it ends."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from jupyter_gpusched.cli.kernelspec import install
+from jupyter_gpusched.core import JobState
+from jupyter_gpusched.testing.gpukernels import ensure_provisioner_entry_point, process_env
+from jupyter_gpusched.testing.waits import wait_for_async
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture
+def gpusched_config():
+    return {"local_gpus": 4}
+
+
+@pytest.fixture
+def gpu_kernelspec(jp_data_dir, tmp_path):
+    ensure_provisioner_entry_point(tmp_path / "entry-points")
+    install(1, prefix=None, user=True)  # JUPYTER_DATA_DIR is the test's jp_data_dir
+    return "python3-gpu1"
+
+
+async def start_kernel(jp_fetch, name: str) -> str:
+    r = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": name}))
+    return json.loads(r.body)["id"]
+
+
+def kernel_gpus(jp_serverapp, kernel_id: str) -> str:
+    provisioner = jp_serverapp.kernel_manager.get_kernel(kernel_id).provisioner
+    return process_env(provisioner.process.pid)["CUDA_VISIBLE_DEVICES"]
+
+
+def interactive_jobs(service, state: JobState | None = None):
+    return [j for j in service.scheduler.jobs.values() if j.spec.interactive and (state is None or j.state is state)]
+
+
+async def test_five_kernels_on_four_gpus(jp_fetch, jp_serverapp, service, api, gpu_kernelspec):
+    kernels = [await start_kernel(jp_fetch, gpu_kernelspec) for _ in range(4)]
+    visible = {k: kernel_gpus(jp_serverapp, k) for k in kernels}
+    assert sorted(visible.values()) == ["0", "1", "2", "3"], visible  # four distinct GPUs
+
+    fifth = asyncio.ensure_future(start_kernel(jp_fetch, gpu_kernelspec))
+    queued = await wait_for_async(
+        lambda: _async(interactive_jobs(service, JobState.QUEUED)), 30, "the fifth kernel's request queued"
+    )
+    code, job = await api("GET", f"jobs/{queued[0].id}")
+    assert code == 200 and job["interactive"] and job["position"] == 0, job  # first in line
+    code, queues = await api("GET", "queues")
+    assert queues["queues"]["default"]["interactive_queued"] == 1
+    assert queues["queues"]["default"]["interactive_running"] == 4
+    assert not fifth.done()  # the kernel is still starting
+
+    freed = kernel_gpus(jp_serverapp, kernels[1])
+    await jp_fetch("api", "kernels", kernels[1], method="DELETE")
+    new = await asyncio.wait_for(fifth, 60)
+    assert kernel_gpus(jp_serverapp, new) == freed  # it got the GPU the shut-down kernel gave back
+    done = service.get(next(j for j in interactive_jobs(service) if j.spec.notebook == f"kernel:{kernels[1]}").id)
+    assert done.state is JobState.CANCELLED and not done.allocation
+
+    for k in (kernels[0], kernels[2], kernels[3], new):
+        await jp_fetch("api", "kernels", k, method="DELETE")
+    assert service.scheduler.cluster.free_gpus == 4  # every GPU back
+    assert all(j.state is JobState.CANCELLED for j in interactive_jobs(service))
+
+
+async def test_cancelling_a_waiting_request_fails_the_kernel_start(jp_fetch, service, api, gpu_kernelspec):
+    holders = [await start_kernel(jp_fetch, gpu_kernelspec) for _ in range(4)]
+    fifth = asyncio.ensure_future(start_kernel(jp_fetch, gpu_kernelspec))
+    queued = await wait_for_async(lambda: _async(interactive_jobs(service, JobState.QUEUED)), 30, "a queued request")
+    code, _ = await api("DELETE", f"jobs/{queued[0].id}")
+    assert code in (200, 202, 204)
+    with pytest.raises(Exception):  # noqa: B017 - the kernels API answers 500 for a kernel that could not start
+        await asyncio.wait_for(fifth, 30)
+    for k in holders:
+        await jp_fetch("api", "kernels", k, method="DELETE")
+    assert service.scheduler.cluster.free_gpus == 4
+
+
+async def _async(value):
+    return value
