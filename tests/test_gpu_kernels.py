@@ -86,3 +86,27 @@ async def test_cancelling_a_waiting_request_fails_the_kernel_start(jp_fetch, ser
 
 async def _async(value):
     return value
+
+
+def test_a_restart_releases_kernel_requests_never_adopts_them(tmp_path):
+    """A kernel's request read back after a restart is cancelled (its kernel went with the old server):
+    the GPUs it held and the place it waited for are freed; a notebook job's recovery is unchanged."""
+    from jupyter_gpusched.service.interactive import RESTART_REASON
+    from jupyter_gpusched.testing.service import make_service
+
+    first = make_service(tmp_path)
+    held = first.submit(notebook="kernel:a", owner="me", interactive=True)
+    first.tick()
+    waiting_one = first.submit(notebook="kernel:b", owner="me", gpus=2, interactive=True)
+    first.tick()
+    assert (held.state, waiting_one.state) == (JobState.RUNNING, JobState.QUEUED)
+    first.store.close()  # the server died: nothing was released
+
+    second = make_service(tmp_path)
+    for job_id in (held.id, waiting_one.id):
+        job = second.get(job_id)
+        assert job.state is JobState.CANCELLED and job.reason == RESTART_REASON
+    assert second.scheduler.cluster.free_gpus == 2 and second.scheduler.ledger.used.get("default", 0) == 0
+    assert second.store.load_jobs()  # the cancellations are written down
+    assert {j.id: j.state for j, _ in second.store.load_jobs()}[held.id] is JobState.CANCELLED
+    second.store.close()
