@@ -56,6 +56,12 @@ async def test_five_kernels_on_four_gpus(jp_fetch, jp_serverapp, service, api, g
     code, queues = await api("GET", "queues")
     assert queues["queues"]["default"]["interactive_queued"] == 1
     assert queues["queues"]["default"]["interactive_running"] == 4
+    kernel_id = queued[0].spec.notebook.removeprefix("kernel:")
+    code, status = await api("GET", f"interactive/{kernel_id}")
+    assert code == 200 and status["position"] == 1 and status["job"]["id"] == queued[0].id, status
+    assert status["message"].startswith("waiting for a GPU: #1 in line"), status
+    code, _ = await api("GET", "interactive/no-such-kernel")
+    assert code == 404
     assert not fifth.done()  # the kernel is still starting
 
     freed = kernel_gpus(jp_serverapp, kernels[1])
