@@ -116,3 +116,59 @@ def test_a_restart_releases_kernel_requests_never_adopts_them(tmp_path):
     assert second.store.load_jobs()  # the cancellations are written down
     assert {j.id: j.state for j, _ in second.store.load_jobs()}[held.id] is JobState.CANCELLED
     second.store.close()
+
+
+IDLE = {"interactive_idle_timeout": 1.0, "interactive_idle_warning": 1.5, "interactive_keep_max": 30.0}
+
+
+@pytest.mark.parametrize("gpusched_config", [{"local_gpus": 1, **IDLE}])
+async def test_an_idle_kernel_is_warned_then_reclaimed_for_a_waiting_job(
+    jp_fetch, jp_serverapp, jp_root_dir, service, api, gpu_kernelspec
+):
+    from jupyter_gpusched.testing.notebooks import make_notebook
+    from jupyter_gpusched.testing.waits import wait_for_state
+
+    kernel = await start_kernel(jp_fetch, gpu_kernelspec)
+    request = interactive_jobs(service, JobState.RUNNING)[0]
+    await asyncio.sleep(2.5)  # idle past the timeout, but nobody waits: nothing happens
+    assert kernel in jp_serverapp.kernel_manager and not service.info[request.id].message
+
+    make_notebook(jp_root_dir / "job.ipynb", "print('ran')")
+    code, job = await api("POST", "jobs", {"notebook": "job.ipynb"})
+    assert code == 201, job
+
+    async def warned():
+        code, status = await api("GET", f"interactive/{kernel}")
+        return status if "will be given back" in status["job"]["message"] else None
+
+    status = await wait_for_async(warned, 20, "the idle warning")
+    assert status["job"]["message"].startswith("this kernel's GPU will be given back in 1 minute")
+    code, kept = await api("POST", f"interactive/{kernel}/keep")  # the Keep action restarts the clock
+    assert code == 200 and kept["kept_seconds"] > 0
+    assert service.info[request.id].message == ""
+
+    done = await wait_for_state(api, job["id"], {"SUCCEEDED", "FAILED"}, timeout=60)  # warned again, reclaimed
+    assert done["state"] == "SUCCEEDED", done
+    assert kernel not in jp_serverapp.kernel_manager  # the server shut the kernel down
+    assert request.state is JobState.CANCELLED and "GPUs reclaimed" in request.reason
+
+
+@pytest.mark.parametrize("gpusched_config", [{"local_gpus": 1, **IDLE}])
+async def test_a_busy_kernel_is_never_reclaimed(jp_fetch, jp_serverapp, jp_root_dir, service, api, gpu_kernelspec):
+    from jupyter_gpusched.testing.notebooks import make_notebook
+
+    kernel = await start_kernel(jp_fetch, gpu_kernelspec)
+    client = jp_serverapp.kernel_manager.get_kernel(kernel).client()
+    client.start_channels()
+    await client.wait_for_ready(timeout=30)
+    client.execute("import time; time.sleep(8)")
+    make_notebook(jp_root_dir / "job.ipynb", "print('ran')")
+    code, job = await api("POST", "jobs", {"notebook": "job.ipynb"})
+    assert code == 201
+    await asyncio.sleep(6)  # four idle timeouts and more, a job waiting all along
+    assert kernel in jp_serverapp.kernel_manager
+    assert interactive_jobs(service, JobState.RUNNING) and not service.info[interactive_jobs(service)[0].id].message
+    code, waiting_job = await api("GET", f"jobs/{job['id']}")
+    assert waiting_job["state"] == "QUEUED"
+    client.stop_channels()
+    await jp_fetch("api", "kernels", kernel, method="DELETE")

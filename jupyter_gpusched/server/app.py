@@ -24,6 +24,7 @@ from ..backends.base import Backend
 from ..backends.kubernetes.config import TRAIT_NAMES as K8S_TRAIT_NAMES
 from ..backends.logcap import DEFAULT_MAX_LOG_BYTES
 from ..core import Pool, Tenant, policy_names
+from ..core.idle import IdlePolicy
 from ..core.health import HealthConfig
 from ..service import Service, ServiceConfig
 from ..service.advisor import parse_scaling
@@ -103,6 +104,20 @@ class GPUSched(ExtensionApp):
         config=True,
         help="Default cap on the share of a tenant's quota its interactive GPU kernels may hold (0-1; a tenant's "
         "own 'interactive_share' in c.GPUSched.tenants wins). None: kernels may use the whole quota.",
+    )
+    interactive_idle_timeout = Float(
+        3600.0,
+        config=True,
+        help="Seconds a GPU kernel may hold its GPUs running nothing while others wait, before it is warned "
+        "(then shut down interactive_idle_warning seconds later unless it runs something or the user keeps it). "
+        "0: never reclaim (docs/interactive.md).",
+    )
+    interactive_idle_warning = Float(600.0, config=True, help="Seconds between the idle warning and the reclaim.")
+    interactive_keep_max = Float(
+        8 * 3600.0, config=True, help="Seconds the 'Keep' action may add to one GPU kernel's idle clock in all."
+    )
+    interactive_reclaim_only_when_waiting = Bool(
+        True, config=True, help="Reclaim idle GPU kernels only while someone waits for GPUs."
     )
     default_tenant = Unicode(
         "default", config=True, help="Tenant of jobs that name none (and of users not in user_tenants)."
@@ -377,6 +392,12 @@ class GPUSched(ExtensionApp):
             policy=self.policy,
             tenants=self._tenants(),
             interactive_share=_share(self.interactive_share, self.default_tenant),
+            interactive_idle=IdlePolicy(
+                self.interactive_idle_timeout,
+                self.interactive_idle_warning,
+                self.interactive_keep_max,
+                self.interactive_reclaim_only_when_waiting,
+            ),
             default_tenant=self.default_tenant,
             user_tenants=dict(self.user_tenants),
             pools=self._pools(backend),

@@ -26,6 +26,7 @@ from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Float, Int, Unicode
 
 from ..core import JobState
+from ..core.idle import IdleAction, IdleClock, idle_action
 from ..service.interactive import waiting
 from .settings import GPUSchedSettings, settings_of
 
@@ -58,6 +59,9 @@ class GPUKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
 
     job_id: str | None = None  # the interactive request, while the kernel holds or waits for GPUs
     status: str = ""  # the last waiting message ("waiting for a GPU: #2 in line, about 6 min")
+    idle: IdleClock | None = None  # idle reclaim (core/idle.py), while the kernel holds GPUs
+    _idle_watch: asyncio.Task | None = None
+    _release_why: str = ""  # why the kernel is being shut down by us (idle reclaim)
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         settings = self._settings()
@@ -95,15 +99,31 @@ class GPUKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
         try:
-            return await super().launch_kernel(cmd, **kwargs)
+            info = await super().launch_kernel(cmd, **kwargs)
         except BaseException:
             self._release("the kernel could not be launched")
             raise
+        if self._idle_watch is None:
+            self._idle_watch = asyncio.ensure_future(self._watch_idle())
+        return info
 
     async def cleanup(self, restart: bool = False) -> None:
         await super().cleanup(restart=restart)
         if not restart:
-            self._release("the kernel shut down")
+            if self._idle_watch is not None and self._idle_watch is not asyncio.current_task():
+                self._idle_watch.cancel()
+            self._idle_watch = None
+            self._release(self._release_why or "the kernel shut down")
+
+    def keep(self) -> float:
+        """The user's "keep" on an idle warning: restart the idle clock (bounded by max_keep); seconds added."""
+        service = self._settings().service
+        assert service is not None
+        if self.idle is None:
+            return 0.0
+        added = self.idle.keep(service.clock(), service.config.interactive_idle)
+        self._set_message("")
+        return added
 
     def get_provisioner_info(self) -> dict[str, Any]:
         info = super().get_provisioner_info()
@@ -139,6 +159,51 @@ class GPUKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
                 self.job_id = None
                 raise RuntimeError(f"GPU request {job.id} {job.state.value.lower()}: {job.reason}")
             await asyncio.sleep(self.poll_interval)
+
+    async def _watch_idle(self) -> None:
+        """Warn, then shut down, this kernel while it holds GPUs, runs nothing and others wait (core/idle.py)."""
+        service = self._settings().service
+        assert service is not None
+        policy = service.config.interactive_idle
+        if not policy.enabled:
+            return
+        self.idle = clock = IdleClock(idle_since=service.clock())
+        interval = max(0.1, min(5.0, policy.timeout / 4, policy.warn_for / 4))
+        while self.job_id is not None:
+            await asyncio.sleep(interval)
+            job = service.scheduler.jobs.get(self.job_id or "")
+            if job is None or job.state is not JobState.RUNNING:
+                return
+            now, km = service.clock(), self.parent
+            last = getattr(km, "last_activity", None)
+            if last is not None:
+                clock.activity(last.timestamp())
+            busy = getattr(km, "execution_state", "") == "busy"
+            action = idle_action(clock, now, busy, len(service.scheduler.queue) > 0, policy)
+            if action is IdleAction.WARN:
+                clock.warned_at = now
+                minutes = max(1, round(policy.warn_for / 60))
+                self._set_message(
+                    f"this kernel's GPU will be given back in {minutes} minute{'s' if minutes != 1 else ''} "
+                    "unless you run something"
+                )
+                self.log.info("kernel %s: idle while others wait: warned", self.kernel_id)
+            elif action is IdleAction.NONE and clock.warned_at is None and job.id in service.info:
+                if service.info[job.id].message:
+                    self._set_message("")
+            elif action is IdleAction.RECLAIM:
+                idle_min = (now - clock.idle_since) / 60
+                self._release_why = f"idle {idle_min:.0f} min while others waited: GPUs reclaimed"
+                self.log.warning("kernel %s: %s", self.kernel_id, self._release_why)
+                self._idle_watch = None  # cleanup() must not cancel this task mid-shutdown
+                await km.parent.shutdown_kernel(self.kernel_id)  # off the server's list; cleanup() frees the GPUs
+                return
+
+    def _set_message(self, message: str) -> None:
+        """The request's message (the job API's `message`), which the lab shows for this kernel."""
+        service = self._settings().service
+        if service is not None and self.job_id is not None and self.job_id in service.info:
+            service.info[self.job_id].message = message
 
     def _release(self, why: str) -> None:
         job_id, self.job_id = self.job_id, None

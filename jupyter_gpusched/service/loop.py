@@ -48,6 +48,7 @@ from ..core import (
     Tenant,
 )
 from ..core.health import HealthConfig, leaked_gpus, lost_jobs, zombie_processes
+from ..core.idle import IdlePolicy
 from ..store import Store
 from .advisor import Advisor, ScalingSettings
 from .forecasting import Forecasts
@@ -71,6 +72,7 @@ class ServiceConfig:
     policy: str = "dynamic"
     tenants: tuple[Tenant, ...] = ()
     interactive_share: float | None = None  # of the implicit default tenant (docs/interactive.md)
+    interactive_idle: IdlePolicy = field(default_factory=IdlePolicy)  # GPU kernels' idle reclaim (core/idle.py)
     default_tenant: str = "default"
     user_tenants: Mapping[str, str] = field(default_factory=dict)
     pools: tuple[Pool, ...] = ()
