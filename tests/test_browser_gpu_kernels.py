@@ -9,14 +9,12 @@ import os
 
 import pytest
 import requests
+from playwright.sync_api import expect, sync_playwright
+from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, serve_this_build  # skips without Chromium
 
 from jupyter_gpusched.cli.kernelspec import install
 from jupyter_gpusched.testing.gpukernels import ensure_provisioner_entry_point
 from jupyter_gpusched.testing.jupyter import Lab
-
-from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, serve_this_build  # skips without Chromium
-
-from playwright.sync_api import expect, sync_playwright  # noqa: E402,I001
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 

@@ -24,8 +24,8 @@ from ..backends.base import Backend
 from ..backends.kubernetes.config import TRAIT_NAMES as K8S_TRAIT_NAMES
 from ..backends.logcap import DEFAULT_MAX_LOG_BYTES
 from ..core import Pool, Tenant, policy_names
-from ..core.idle import IdlePolicy
 from ..core.health import HealthConfig
+from ..core.idle import IdlePolicy
 from ..service import Service, ServiceConfig
 from ..service.advisor import parse_scaling
 from ..service.prometheus import DEFAULT_QUERY, PrometheusSource

@@ -49,7 +49,7 @@ def kernel_spec(gpus: int, priority: str = "normal", tenant: str | None = None, 
     }
 
 
-class GPUKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
+class GPUKernelProvisioner(LocalProvisioner):
     """A local kernel that starts once the scheduler has given it GPUs, and gives them back when it ends."""
 
     gpus = Int(1, config=True, help="GPUs the kernel asks for.")
@@ -125,8 +125,8 @@ class GPUKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
         self._set_message("")
         return added
 
-    def get_provisioner_info(self) -> dict[str, Any]:
-        info = super().get_provisioner_info()
+    async def get_provisioner_info(self) -> dict[str, Any]:
+        info = await super().get_provisioner_info()
         info["gpusched_job_id"] = self.job_id
         return info
 
@@ -196,6 +196,7 @@ class GPUKernelProvisioner(LocalProvisioner):  # type: ignore[misc]
                 self._release_why = f"idle {idle_min:.0f} min while others waited: GPUs reclaimed"
                 self.log.warning("kernel %s: %s", self.kernel_id, self._release_why)
                 self._idle_watch = None  # cleanup() must not cancel this task mid-shutdown
+                assert km is not None
                 await km.parent.shutdown_kernel(self.kernel_id)  # off the server's list; cleanup() frees the GPUs
                 return
 

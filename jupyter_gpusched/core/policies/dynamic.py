@@ -73,7 +73,7 @@ class DynamicPolicy(Policy):
         reclaim what is lent now)."""
         cluster = s.cluster
         capacity_failed: dict[tuple, int] = {}  # (pools, excluded) -> smallest job that did not fit
-        tenant_blocked: dict[tuple[str, bool], int] = {}  # (tenant, interactive) -> smallest job over its limit
+        tenant_blocked: dict[tuple[str, bool], float] = {}  # (tenant, interactive) -> smallest job over its limit
         quota_wait: set[str] = set()  # tenants whose older job waits for their own quota to drain
         reclaim_failed = INF
         # Most jobs in a long queue are only classified and skipped; the verdict for a

@@ -8,8 +8,8 @@ from tornado import web
 from ...core import Job, JobState
 from ...service.interactive import waiting
 from ..base import GPUSchedHandler, api_errors
-from ..serialize import job_json
 from ..provisioner import GPUKernelProvisioner
+from ..serialize import job_json
 from ..validation import ApiError
 
 
