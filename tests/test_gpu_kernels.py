@@ -172,3 +172,21 @@ async def test_a_busy_kernel_is_never_reclaimed(jp_fetch, jp_serverapp, jp_root_
     assert waiting_job["state"] == "QUEUED"
     client.stop_channels()
     await jp_fetch("api", "kernels", kernel, method="DELETE")
+
+
+def test_the_packaged_kernelspec_is_the_one_the_command_writes(tmp_path):
+    from jupyter_gpusched.server.provisioner import PROVISIONER_NAME, kernel_spec
+
+    from conftest import PROJECT_ROOT
+
+    packaged = json.loads((PROJECT_ROOT / "jupyter-config/kernels/python3-gpu1/kernel.json").read_text())
+    assert packaged == kernel_spec(1)
+    assert packaged["display_name"] == "Python 3 (1 GPU)"
+    assert packaged["metadata"]["kernel_provisioner"] == {
+        "provisioner_name": PROVISIONER_NAME,
+        "config": {"gpus": 1, "priority": "normal"},
+    }
+    path = install(2, "high", "vision", prefix=str(tmp_path))
+    spec = json.loads((tmp_path / "share/jupyter/kernels/python3-gpu2/kernel.json").read_text())
+    assert path.endswith("python3-gpu2") and spec["display_name"] == "Python 3 (2 GPUs)"
+    assert spec["metadata"]["kernel_provisioner"]["config"] == {"gpus": 2, "priority": "high", "tenant": "vision"}
