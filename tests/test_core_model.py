@@ -219,8 +219,8 @@ def test_unknown_tenant_may_only_borrow_and_is_not_configured_by_looking():
     assert set(ledger.tenants) == {"a"}  # looking a tenant up does not configure it
     ledger.charge("ghost", 1, borrowed=True)
     snap = ledger.snapshot()
-    assert snap["ghost"] == {"quota": 0, "burst": 3, "used": 1, "borrowed": 1}
-    assert snap["a"] == {"quota": 2, "burst": None, "used": 0, "borrowed": 0}
+    assert snap["ghost"] == {"quota": 0, "burst": 3, "used": 1, "borrowed": 1, "interactive": 0, "interactive_cap": 0}
+    assert snap["a"] == {"quota": 2, "burst": None, "used": 0, "borrowed": 0, "interactive": 0, "interactive_cap": 2}
 
 
 # --- the queue ------------------------------------------------------------------------------

@@ -350,7 +350,17 @@ def test_queues_view_and_starvation_bound():
     s.submit(spec(2, tenant="a"), 0.0)
     run(s, 0.0)
     view = s.queues_view()
-    assert view["a"] == {"quota": 2, "burst": 1, "used": 3, "borrowed": 1, "queued": 1, "queued_gpus": 2, "running": 2}
+    none_interactive = {"interactive": 0, "interactive_cap": 2, "interactive_queued": 0, "interactive_running": 0}
+    assert view["a"] == {
+        "quota": 2,
+        "burst": 1,
+        "used": 3,
+        "borrowed": 1,
+        "queued": 1,
+        "queued_gpus": 2,
+        "running": 2,
+        **none_interactive,
+    }
     assert view["b"] == {
         "quota": 2,
         "burst": None,
@@ -359,6 +369,7 @@ def test_queues_view_and_starvation_bound():
         "queued": 0,
         "queued_gpus": 0,
         "running": 1,
+        **none_interactive,
     }
     assert s.starvation_bound(LOW) == 120.0 and s.starvation_bound(HIGH) == 0.0
 

@@ -34,6 +34,7 @@ SELF_PARSING_COMMANDS = {
     "manifest": "print the Kubernetes Job YAML a notebook would become (see `manifest --help`)",
     "forecast-eval": "backtest the demand forecaster on your own series (see `forecast-eval --help`)",
     "hub-service": "run the scheduler as a JupyterHub service (see docs/jupyterhub.md)",
+    "kernelspec": "install a GPU kernelspec: `kernelspec install --gpus N` (see docs/interactive.md)",
 }
 
 
@@ -123,6 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .forecast_eval import forecast_eval_main
 
         return forecast_eval_main(argv[1:])
+    if argv and argv[0] == "kernelspec":  # GPU kernels (docs/interactive.md); no server needed
+        from .kernelspec import kernelspec_main
+
+        return kernelspec_main(argv[1:])
     if argv and argv[0] == "hub-service":  # a Jupyter server app: its own traitlets options
         from ..hub.app import main as hub_main
 

@@ -19,6 +19,8 @@ def lost_jobs(jobs: Iterable[Job], heartbeats: Mapping[str, float], now: float, 
     """Active jobs whose runner has gone quiet past the timeout, in submission order."""
     out = []
     for job in jobs:
+        if job.spec.interactive:
+            continue  # a GPU kernel's reservation has no runner: its kernel's end releases it
         if job.state is JobState.RUNNING:
             last = heartbeats.get(job.id, job.started_at if job.started_at is not None else now)
             if now - last > cfg.heartbeat_timeout:

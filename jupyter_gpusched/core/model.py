@@ -121,6 +121,9 @@ class JobSpec:
     # and memory (NodeSpec) hold a job to them; the local backend does.
     cpus: float = 0.0
     memory: int = 0  # MiB
+    # A GPU kernel's reservation (docs/interactive.md): never preempted, runs within its tenant's
+    # quota only (borrowed GPUs are reclaimable), capped by the tenant's interactive share.
+    interactive: bool = False
 
     @property
     def runtime_estimate(self) -> float | None:
@@ -221,10 +224,18 @@ class Tenant:
     name: str
     quota: int
     burst: int | None = None  # None: may borrow any idle GPU
+    interactive_share: float | None = None  # at most this fraction of `quota` held by GPU kernels; None: all of it
 
     @property
     def limit(self) -> float:
         return float("inf") if self.burst is None else self.quota + self.burst
+
+    @property
+    def interactive_cap(self) -> int:
+        """The most GPUs its interactive requests may hold at once (never past its quota)."""
+        if self.interactive_share is None:
+            return self.quota
+        return min(self.quota, int(self.quota * self.interactive_share + 1e-9))
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,10 @@
 A tenant's `quota` GPUs are guaranteed. Beyond it a tenant may borrow idle GPUs up to
 `burst` more; a job admitted past the quota is marked borrowed and may be preempted
 (reclaimed) when a tenant still under its quota needs the GPUs back.
+
+Interactive requests (GPU kernels) are never borrowed: a borrowed GPU is taken back by
+preemption, and a live kernel is not preempted. They run within the quota, and within the
+tenant's interactive cap (`Tenant.interactive_cap`) counted over its interactive requests only.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ class QuotaLedger:
         self.borrowed: dict[str, int] = {}
         # Tenants past their budget -> "soft" (may not borrow) or "hard" (nothing new starts).
         self.over_budget: dict[str, str] = {}
+        self.interactive: dict[str, int] = {}  # GPUs held by interactive requests
 
     def tenant(self, name: str) -> Tenant:
         """The tenant's terms; one never configured has no quota and may only borrow."""
@@ -44,27 +49,34 @@ class QuotaLedger:
         t = self.tenant(name)
         return t.limit if self.allow_borrowing else t.quota
 
-    def classify(self, name: str, gpus: int) -> Admission:
+    def classify(self, name: str, gpus: int, interactive: bool = False) -> Admission:
         t = self.tenant(name)
         budget = self.over_budget.get(name)
         if budget == "hard":
             return Admission.OVER_LIMIT
         after = self.used.get(name, 0) + gpus
+        if interactive:
+            fits = after <= t.quota and self.interactive.get(name, 0) + gpus <= t.interactive_cap
+            return Admission.WITHIN_QUOTA if fits else Admission.OVER_LIMIT
         if after <= t.quota:
             return Admission.WITHIN_QUOTA
         if self.allow_borrowing and budget is None and after <= t.limit:
             return Admission.BORROW
         return Admission.OVER_LIMIT
 
-    def charge(self, name: str, gpus: int, borrowed: bool) -> None:
+    def charge(self, name: str, gpus: int, borrowed: bool, interactive: bool = False) -> None:
         self.used[name] = self.used.get(name, 0) + gpus
         if borrowed:
             self.borrowed[name] = self.borrowed.get(name, 0) + gpus
+        if interactive:
+            self.interactive[name] = self.interactive.get(name, 0) + gpus
 
-    def refund(self, name: str, gpus: int, borrowed: bool) -> None:
+    def refund(self, name: str, gpus: int, borrowed: bool, interactive: bool = False) -> None:
         self.used[name] = self.used.get(name, 0) - gpus
         if borrowed:
             self.borrowed[name] = self.borrowed.get(name, 0) - gpus
+        if interactive:
+            self.interactive[name] = self.interactive.get(name, 0) - gpus
 
     def snapshot(self) -> Mapping[str, dict]:
         names = sorted(set(self.tenants) | set(self.used))
@@ -74,6 +86,8 @@ class QuotaLedger:
                 "burst": self.tenant(n).burst,
                 "used": self.used.get(n, 0),
                 "borrowed": self.borrowed.get(n, 0),
+                "interactive": self.interactive.get(n, 0),
+                "interactive_cap": self.tenant(n).interactive_cap,
             }
             for n in names
         }

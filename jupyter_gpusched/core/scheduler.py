@@ -110,6 +110,8 @@ class Scheduler:
             raise SpecError("est_runtime", "est_runtime must be a positive number of seconds")
         if spec.max_retries < 0:
             raise SpecError("max_retries", "max_retries must be 0 or more")
+        if spec.interactive:
+            _validate_interactive(spec, self.ledger.tenant(spec.tenant))
 
     def submit(self, spec: JobSpec, now: float, job_id: str | None = None) -> Job:
         self.validate(spec)
@@ -155,9 +157,9 @@ class Scheduler:
         except KeyError:
             raise UnknownJob(job_id) from None
 
-    def started(self, job_id: str, now: float) -> Job:
+    def started(self, job_id: str, now: float, reason: str = "running") -> Job:
         job = self.get(job_id)
-        self._move(job, JobState.RUNNING, now, "running", "backend")
+        self._move(job, JobState.RUNNING, now, reason, "backend")
         return job
 
     def finished(self, job_id: str, now: float, ok: bool, reason: str = "") -> Job:
@@ -360,15 +362,16 @@ class Scheduler:
         return None
 
     def queues_view(self) -> dict[str, dict]:
-        view = {name: dict(v, queued=0, queued_gpus=0, running=0) for name, v in self.ledger.snapshot().items()}
+        zero = dict(queued=0, queued_gpus=0, running=0, interactive_queued=0, interactive_running=0)
+        view = {name: dict(v, **zero) for name, v in self.ledger.snapshot().items()}
         for job in self.queue:
-            v = view.setdefault(
-                job.tenant, dict(self.ledger.snapshot().get(job.tenant, {}), queued=0, queued_gpus=0, running=0)
-            )
+            v = view.setdefault(job.tenant, dict(self.ledger.snapshot().get(job.tenant, {}), **zero))
             v["queued"] += 1
             v["queued_gpus"] += job.gpus
+            v["interactive_queued"] += job.spec.interactive  # shown apart: kernels waiting for GPUs
         for job in self.active.values():
             view[job.tenant]["running"] += 1
+            view[job.tenant]["interactive_running"] += job.spec.interactive
         return view
 
     def starvation_bound(self, priority: Priority) -> float:
@@ -382,7 +385,7 @@ class Scheduler:
         self.cluster.take(allocation, job.spec.cpus, job.spec.memory)
         job.allocation = allocation
         job.borrowed = borrowed
-        self.ledger.charge(job.tenant, job.gpus, borrowed)
+        self.ledger.charge(job.tenant, job.gpus, borrowed, job.spec.interactive)
         self.active[job.id] = job
         if borrowed:
             self.borrowers[job.id] = job
@@ -396,7 +399,7 @@ class Scheduler:
         if start is not None:
             job.attained_gpu_s += max(0.0, now - start) * job.gpus
         self.cluster.release(job.allocation, job.spec.cpus, job.spec.memory)
-        self.ledger.refund(job.tenant, job.gpus, job.borrowed)
+        self.ledger.refund(job.tenant, job.gpus, job.borrowed, job.spec.interactive)
         for node, _ in job.allocation:
             self.on_node.get(node, set()).discard(job.id)
         del self.active[job.id]
@@ -410,6 +413,17 @@ class Scheduler:
         job.admitted_at = None
         job.budget_demoted = self.ledger.over_budget.get(job.tenant) == "soft"
         self.queue.push(job)
+
+
+def _validate_interactive(spec: JobSpec, tenant: Tenant) -> None:
+    if spec.preemptible:
+        raise SpecError("preemptible", "an interactive request cannot be preemptible: it would lose the user's state")
+    if spec.gpus > tenant.interactive_cap:
+        raise SpecError(
+            "gpus",
+            f"{spec.gpus} GPUs requested but tenant {spec.tenant!r} may hold at most {tenant.interactive_cap} "
+            "in interactive kernels",
+        )
 
 
 def _check(job: Job, dst: JobState) -> None:

@@ -26,6 +26,7 @@ from ..backends.logcap import DEFAULT_MAX_LOG_BYTES
 from ..core import Pool, Tenant, policy_names
 from ..core.budget import tenant_budgets
 from ..core.health import HealthConfig
+from ..core.idle import IdlePolicy
 from ..service import Service, ServiceConfig
 from ..service.advisor import parse_scaling
 from ..service.notify import NotifySettings, SmtpSettings
@@ -101,6 +102,27 @@ class GPUSched(ExtensionApp):
         "(omit for any idle GPU), 'budget': {'gpu_hours' or 'money': amount, 'period': 'day|week|month', "
         "'reset_day': 1, 'timezone': 'UTC', 'enforce': 'soft|hard'} (optional; docs/budgets.md)}}. "
         "Unset: one tenant, default_tenant, owning every GPU.",
+    )
+    interactive_share = Float(
+        None,
+        allow_none=True,
+        config=True,
+        help="Default cap on the share of a tenant's quota its interactive GPU kernels may hold (0-1; a tenant's "
+        "own 'interactive_share' in c.GPUSched.tenants wins). None: kernels may use the whole quota.",
+    )
+    interactive_idle_timeout = Float(
+        3600.0,
+        config=True,
+        help="Seconds a GPU kernel may hold its GPUs running nothing while others wait, before it is warned "
+        "(then shut down interactive_idle_warning seconds later unless it runs something or the user keeps it). "
+        "0: never reclaim (docs/interactive.md).",
+    )
+    interactive_idle_warning = Float(600.0, config=True, help="Seconds between the idle warning and the reclaim.")
+    interactive_keep_max = Float(
+        8 * 3600.0, config=True, help="Seconds the 'Keep' action may add to one GPU kernel's idle clock in all."
+    )
+    interactive_reclaim_only_when_waiting = Bool(
+        True, config=True, help="Reclaim idle GPU kernels only while someone waits for GPUs."
     )
     default_tenant = Unicode(
         "default", config=True, help="Tenant of jobs that name none (and of users not in user_tenants)."
@@ -376,7 +398,12 @@ class GPUSched(ExtensionApp):
         for name, terms in sorted(self.tenants.items()):
             terms = terms or {}
             out.append(
-                Tenant(name, int(terms.get("quota", 0)), None if terms.get("burst") is None else int(terms["burst"]))
+                Tenant(
+                    name,
+                    int(terms.get("quota", 0)),
+                    None if terms.get("burst") is None else int(terms["burst"]),
+                    _share(terms.get("interactive_share", self.interactive_share), name),
+                )
             )
         return tuple(out)
 
@@ -416,6 +443,13 @@ class GPUSched(ExtensionApp):
             policy=self.policy,
             tenants=self._tenants(),
             budgets=tenant_budgets(self.tenants),
+            interactive_share=_share(self.interactive_share, self.default_tenant),
+            interactive_idle=IdlePolicy(
+                self.interactive_idle_timeout,
+                self.interactive_idle_warning,
+                self.interactive_keep_max,
+                self.interactive_reclaim_only_when_waiting,
+            ),
             default_tenant=self.default_tenant,
             user_tenants=dict(self.user_tenants),
             pools=self._pools(backend),
@@ -475,3 +509,13 @@ class GPUSched(ExtensionApp):
     async def stop_extension(self) -> None:
         if self.service is not None:
             await self.service.stop()
+
+
+def _share(value: Any, tenant: str) -> float | None:
+    """A tenant's interactive share, checked: a fraction of its quota, or None (no cap)."""
+    if value is None:
+        return None
+    share = float(value)
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"interactive_share of tenant {tenant!r} must be between 0 and 1, got {value!r}")
+    return share

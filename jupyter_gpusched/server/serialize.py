@@ -28,6 +28,7 @@ def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
         "finished": iso(job.finished_at),
         "reason": job.reason,
         "preemptible": s.preemptible,
+        "interactive": s.interactive,
         "max_runtime": s.max_runtime,
         "allocation": [{"node": node, "gpus": list(ids)} for node, ids in job.allocation],
         "borrowed": job.borrowed,

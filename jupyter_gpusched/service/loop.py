@@ -50,11 +50,13 @@ from ..core import (
 from ..core.budget import Budget
 from ..core.cost import PriceList
 from ..core.health import HealthConfig, leaked_gpus, lost_jobs, zombie_processes
+from ..core.idle import IdlePolicy
 from ..store import Store
 from .advisor import Advisor, ScalingSettings
 from .budgets import Budgets
 from .forecasting import Forecasts
 from .info import JobInfo
+from .interactive import release_after_restart
 from .kills import Gpu, Kills
 from .notify import NotifySettings
 from .notify_jobs import JobNotices
@@ -74,6 +76,8 @@ class ServiceConfig:
     root_dir: Path  # notebooks are resolved inside it
     policy: str = "dynamic"
     tenants: tuple[Tenant, ...] = ()
+    interactive_share: float | None = None  # of the implicit default tenant (docs/interactive.md)
+    interactive_idle: IdlePolicy = field(default_factory=IdlePolicy)  # GPU kernels' idle reclaim (core/idle.py)
     default_tenant: str = "default"
     user_tenants: Mapping[str, str] = field(default_factory=dict)
     pools: tuple[Pool, ...] = ()
@@ -125,7 +129,8 @@ class Service(ServiceViews):
         nodes = backend.inventory()
         if not any(t.name == config.default_tenant for t in tenants):
             # An unconfigured install has one tenant that owns the whole cluster.
-            tenants.append(Tenant(config.default_tenant, quota=sum(n.gpus for n in nodes) if not tenants else 0))
+            quota = sum(n.gpus for n in nodes) if not tenants else 0
+            tenants.append(Tenant(config.default_tenant, quota=quota, interactive_share=config.interactive_share))
         self.scheduler = Scheduler(
             Cluster(nodes, config.pools),
             tenants,
@@ -181,7 +186,9 @@ class Service(ServiceViews):
         adopted = self.backend.adopt({job.id: (job.state, job.allocation) for job, _ in rows}) or set()
         for job, stored in rows:
             info = self.info[job.id] = JobInfo.from_dict(stored)
-            if job.id in adopted and self._fits(job):
+            if job.spec.interactive and not job.state.terminal:
+                touched.append(release_after_restart(self.scheduler, job, now))
+            elif job.id in adopted and self._fits(job):
                 self.scheduler.restore(job)  # keeps its GPUs; its news comes through poll()
             elif job.state.holds_gpus:
                 job_dir = Path(info.job_dir) if info.job_dir else self.jobs_dir / job.id
@@ -426,6 +433,9 @@ class Service(ServiceViews):
         return launched
 
     def _launch(self, job: Job, now: float) -> None:
+        if job.spec.interactive:  # a GPU kernel's reservation: nothing runs here, its kernel starts on the GPUs
+            self.scheduler.started(job.id, now, "reserved for its kernel")
+            return
         job_dir = self.jobs_dir / job.id
         job_dir.mkdir(parents=True, exist_ok=True)
         info = self.info.setdefault(job.id, JobInfo())
@@ -527,6 +537,7 @@ class Service(ServiceViews):
         cpus: float = 0.0,
         memory: int = 0,
         notify: Any = None,
+        interactive: bool = False,
     ) -> Job:
         """Validate, queue and durably record a job. Raises SpecError on bad input."""
         self.require_owner()
@@ -548,11 +559,13 @@ class Service(ServiceViews):
             est_runtime=None,
             cpus=cpus,
             memory=memory,
+            interactive=interactive,
         )
         self.scheduler.validate(spec)
         targets = self.notices.targets_for(notify, owner, spec.tenant)
         try:  # e.g. the Kubernetes API server's own validation (a dry run), so its message reaches the user
-            self.backend.check(spec, (self.config.root_dir / notebook).resolve(), spec.parameters)
+            if not interactive:  # a kernel's reservation runs no notebook
+                self.backend.check(spec, (self.config.root_dir / notebook).resolve(), spec.parameters)
         except BackendError as exc:
             raise SpecError(getattr(exc, "field", None) or "spec", str(exc)) from None
         job = self.scheduler.submit(spec, self.clock(), job_id=uuid.uuid4().hex[:12])

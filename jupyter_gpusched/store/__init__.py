@@ -59,6 +59,7 @@ class JobRow(Base):
     checkpoint_interval: Mapped[float | None] = mapped_column(Float, nullable=True)
     cpus: Mapped[float | None] = mapped_column(Float, nullable=True)  # (added later: null in older stores)
     memory: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    interactive: Mapped[bool | None] = mapped_column(Boolean, nullable=True)  # a GPU kernel's request (added later)
     state: Mapped[str] = mapped_column(String(16), index=True)
     reason: Mapped[str] = mapped_column(Text, default="")
     submitted_at: Mapped[float] = mapped_column(Float)
@@ -163,6 +164,7 @@ def _job_values(job: Job, info: Mapping[str, Any] | None) -> dict[str, Any]:
         checkpoint_interval=s.checkpoint_interval,
         cpus=s.cpus,
         memory=s.memory,
+        interactive=s.interactive,
         state=job.state.value,
         reason=job.reason,
         submitted_at=job.submitted_at,
@@ -198,6 +200,7 @@ def _job_from_row(row: JobRow) -> Job:
         checkpoint_interval=row.checkpoint_interval,
         cpus=row.cpus or 0.0,
         memory=row.memory or 0,
+        interactive=bool(row.interactive),
     )
     return Job(
         id=row.id,

@@ -26,6 +26,7 @@ import { GPUSchedPanel } from './components/Panel';
 import { GPUSchedStatus } from './components/StatusItem';
 import { notebookName, shortId } from './format';
 import { SubmitFormModel } from './form';
+import { GPUKernelWatch } from './gpuKernels';
 import { JobsModel } from './model';
 import { DEFAULT_SETTINGS, IGPUSchedSettings, PLUGIN_ID } from './tokens';
 
@@ -185,6 +186,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     } else {
       model.start();
     }
+    new GPUKernelWatch(api).start(); // "waiting for a GPU: #2 in line" while a GPU kernel starts
   }
 };
 

@@ -64,6 +64,8 @@ export interface IJob {
   stalled_since: string | null;
   /** Its GPUs nearly idle while its processes were busy on CPU or storage I/O, with the figures. */
   waiting_on_data: IDataWait | null;
+  /** A GPU kernel's reservation, not a notebook run (docs/interactive.md). */
+  interactive?: boolean;
 }
 
 /** `IJob.waiting_on_data`: GPU utilisation (%), CPU cores, storage MiB/s, and what may help. */
@@ -165,6 +167,11 @@ export interface IQueue {
   queued: number;
   queued_gpus: number;
   running: number;
+  /** GPUs its interactive kernels hold, the most they may hold, kernels waiting, kernels holding GPUs. */
+  interactive?: number;
+  interactive_cap?: number;
+  interactive_queued?: number;
+  interactive_running?: number;
 }
 
 export interface IQueues {

@@ -71,7 +71,7 @@ def admit_in_order(s: Scheduler, now: float, *, per_tenant: bool, respect_quota:
             if len(blocked) == s.queue.tenants():
                 return  # every tenant with queued jobs is blocked: nothing behind can start
             continue
-        if respect_quota and s.ledger.classify(job.tenant, job.gpus) is Admission.OVER_LIMIT:
+        if respect_quota and s.ledger.classify(job.tenant, job.gpus, job.spec.interactive) is Admission.OVER_LIMIT:
             alloc = None
         else:
             alloc = s.place(job)

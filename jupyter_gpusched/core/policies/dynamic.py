@@ -73,12 +73,12 @@ class DynamicPolicy(Policy):
         reclaim what is lent now)."""
         cluster = s.cluster
         capacity_failed: dict[tuple, int] = {}  # (pools, excluded) -> smallest job that did not fit
-        tenant_blocked: dict[str, int] = {}  # tenant -> smallest job over its limit
+        tenant_blocked: dict[tuple[str, bool], float] = {}  # (tenant, interactive) -> smallest job over its limit
         quota_wait: set[str] = set()  # tenants whose older job waits for their own quota to drain
         reclaim_failed = INF
         # Most jobs in a long queue are only classified and skipped; the verdict for a
         # (tenant, size) is reused until a usage changes (admit / reclaim clear it).
-        verdicts: dict[tuple[str, int], Admission] = {}
+        verdicts: dict[tuple[str, int, bool], Admission] = {}
         usable_free: dict[tuple, int] = {}  # (preemptible, gpu type) -> free GPUs it may use
         classify = s.ledger.classify
         quota_holders = {name for name, t in s.ledger.tenants.items() if t.quota > 0}
@@ -87,14 +87,17 @@ class DynamicPolicy(Policy):
             if cluster.free_gpus == 0 and (borrow_phase or not s.borrowers or reclaim_failed <= 1):
                 break
             spec = job.spec
-            g, tenant = spec.gpus, spec.tenant
-            if g >= tenant_blocked.get(tenant, INF) or tenant in quota_wait:
+            g, tenant, interactive = spec.gpus, spec.tenant, spec.interactive
+            # an interactive request over its tenant's interactive cap blocks only the tenant's other ones
+            if g >= tenant_blocked.get((tenant, interactive), INF) or tenant in quota_wait:
                 continue
-            admission = verdicts.get((tenant, g))
+            admission = verdicts.get((tenant, g, interactive))
             if admission is None:
-                admission = verdicts[(tenant, g)] = classify(tenant, g)
+                admission = verdicts[(tenant, g, interactive)] = classify(tenant, g, interactive)
             if admission is Admission.OVER_LIMIT:
-                tenant_blocked[tenant] = g
+                tenant_blocked[(tenant, interactive)] = g
+                if not interactive:  # past its limit: past its (smaller) interactive limit too
+                    tenant_blocked[(tenant, True)] = min(g, tenant_blocked.get((tenant, True), INF))
                 if self._reservations.pop(job.id, None):
                     self._shadow = self._shadows(s)
                 continue

@@ -43,7 +43,7 @@ class PreemptiveListPolicy(Policy):
             if alloc is None:
                 failed[key] = min(job.gpus, failed.get(key, 1 << 30))
                 if running is None:
-                    running = {j.id: self.bar(s, j, now) for j in s.active.values()}
+                    running = {j.id: self.bar(s, j, now) for j in s.active.values() if not j.spec.interactive}
                     worst = max(running.values(), default=None)
                 rank = self.queued_rank(job)
                 if worst is None or not rank < worst:

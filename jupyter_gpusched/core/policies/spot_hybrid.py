@@ -169,7 +169,7 @@ class SpotHybridPolicy(DynamicPolicy):
         for job in s.queue:
             if job.spec.preemptible:
                 continue
-            admission = s.ledger.classify(job.tenant, job.gpus)
+            admission = s.ledger.classify(job.tenant, job.gpus, job.spec.interactive)
             if admission is Admission.OVER_LIMIT:
                 continue
             exclude = self._excluded(job, now)

@@ -1,0 +1,192 @@
+"""GPU kernels through a real Jupyter server's kernels API, with 4 virtual GPUs on the local backend:
+each kernel waits in the scheduler's queue, starts on its own GPUs, and gives them back when it ends."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from jupyter_gpusched.cli.kernelspec import install
+from jupyter_gpusched.core import JobState
+from jupyter_gpusched.testing.gpukernels import ensure_provisioner_entry_point, process_env
+from jupyter_gpusched.testing.waits import wait_for_async
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture
+def gpusched_config():
+    return {"local_gpus": 4}
+
+
+@pytest.fixture
+def gpu_kernelspec(jp_data_dir, tmp_path):
+    ensure_provisioner_entry_point(tmp_path / "entry-points")
+    install(1, prefix=None, user=True)  # JUPYTER_DATA_DIR is the test's jp_data_dir
+    return "python3-gpu1"
+
+
+async def start_kernel(jp_fetch, name: str) -> str:
+    r = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": name}))
+    return json.loads(r.body)["id"]
+
+
+def kernel_gpus(jp_serverapp, kernel_id: str) -> str:
+    provisioner = jp_serverapp.kernel_manager.get_kernel(kernel_id).provisioner
+    return process_env(provisioner.process.pid)["CUDA_VISIBLE_DEVICES"]
+
+
+def interactive_jobs(service, state: JobState | None = None):
+    return [j for j in service.scheduler.jobs.values() if j.spec.interactive and (state is None or j.state is state)]
+
+
+async def test_five_kernels_on_four_gpus(jp_fetch, jp_serverapp, service, api, gpu_kernelspec):
+    kernels = [await start_kernel(jp_fetch, gpu_kernelspec) for _ in range(4)]
+    visible = {k: kernel_gpus(jp_serverapp, k) for k in kernels}
+    assert sorted(visible.values()) == ["0", "1", "2", "3"], visible  # four distinct GPUs
+
+    fifth = asyncio.ensure_future(start_kernel(jp_fetch, gpu_kernelspec))
+    queued = await wait_for_async(
+        lambda: _async(interactive_jobs(service, JobState.QUEUED)), 30, "the fifth kernel's request queued"
+    )
+    code, job = await api("GET", f"jobs/{queued[0].id}")
+    assert code == 200 and job["interactive"] and job["position"] == 0, job  # first in line
+    code, queues = await api("GET", "queues")
+    assert queues["queues"]["default"]["interactive_queued"] == 1
+    assert queues["queues"]["default"]["interactive_running"] == 4
+    kernel_id = queued[0].spec.notebook.removeprefix("kernel:")
+    code, status = await api("GET", f"interactive/{kernel_id}")
+    assert code == 200 and status["position"] == 1 and status["job"]["id"] == queued[0].id, status
+    assert status["message"].startswith("waiting for a GPU: #1 in line"), status
+    code, _ = await api("GET", "interactive/no-such-kernel")
+    assert code == 404
+    assert not fifth.done()  # the kernel is still starting
+
+    freed = kernel_gpus(jp_serverapp, kernels[1])
+    await jp_fetch("api", "kernels", kernels[1], method="DELETE")
+    new = await asyncio.wait_for(fifth, 60)
+    assert kernel_gpus(jp_serverapp, new) == freed  # it got the GPU the shut-down kernel gave back
+    done = service.get(next(j for j in interactive_jobs(service) if j.spec.notebook == f"kernel:{kernels[1]}").id)
+    assert done.state is JobState.CANCELLED and not done.allocation
+
+    for k in (kernels[0], kernels[2], kernels[3], new):
+        await jp_fetch("api", "kernels", k, method="DELETE")
+    assert service.scheduler.cluster.free_gpus == 4  # every GPU back
+    assert all(j.state is JobState.CANCELLED for j in interactive_jobs(service))
+
+
+async def test_cancelling_a_waiting_request_fails_the_kernel_start(jp_fetch, service, api, gpu_kernelspec):
+    holders = [await start_kernel(jp_fetch, gpu_kernelspec) for _ in range(4)]
+    fifth = asyncio.ensure_future(start_kernel(jp_fetch, gpu_kernelspec))
+    queued = await wait_for_async(lambda: _async(interactive_jobs(service, JobState.QUEUED)), 30, "a queued request")
+    code, _ = await api("DELETE", f"jobs/{queued[0].id}")
+    assert code in (200, 202, 204)
+    with pytest.raises(Exception):  # noqa: B017 - the kernels API answers 500 for a kernel that could not start
+        await asyncio.wait_for(fifth, 30)
+    for k in holders:
+        await jp_fetch("api", "kernels", k, method="DELETE")
+    assert service.scheduler.cluster.free_gpus == 4
+
+
+async def _async(value):
+    return value
+
+
+def test_a_restart_releases_kernel_requests_never_adopts_them(tmp_path):
+    """A kernel's request read back after a restart is cancelled (its kernel went with the old server):
+    the GPUs it held and the place it waited for are freed; a notebook job's recovery is unchanged."""
+    from jupyter_gpusched.service.interactive import RESTART_REASON
+    from jupyter_gpusched.testing.service import make_service
+
+    first = make_service(tmp_path)
+    held = first.submit(notebook="kernel:a", owner="me", interactive=True)
+    first.tick()
+    waiting_one = first.submit(notebook="kernel:b", owner="me", gpus=2, interactive=True)
+    first.tick()
+    assert (held.state, waiting_one.state) == (JobState.RUNNING, JobState.QUEUED)
+    first.store.close()  # the server died: nothing was released
+
+    second = make_service(tmp_path)
+    for job_id in (held.id, waiting_one.id):
+        job = second.get(job_id)
+        assert job.state is JobState.CANCELLED and job.reason == RESTART_REASON
+    assert second.scheduler.cluster.free_gpus == 2 and second.scheduler.ledger.used.get("default", 0) == 0
+    assert second.store.load_jobs()  # the cancellations are written down
+    assert {j.id: j.state for j, _ in second.store.load_jobs()}[held.id] is JobState.CANCELLED
+    second.store.close()
+
+
+IDLE = {"interactive_idle_timeout": 1.0, "interactive_idle_warning": 1.5, "interactive_keep_max": 30.0}
+
+
+@pytest.mark.parametrize("gpusched_config", [{"local_gpus": 1, **IDLE}])
+async def test_an_idle_kernel_is_warned_then_reclaimed_for_a_waiting_job(
+    jp_fetch, jp_serverapp, jp_root_dir, service, api, gpu_kernelspec
+):
+    from jupyter_gpusched.testing.notebooks import make_notebook
+    from jupyter_gpusched.testing.waits import wait_for_state
+
+    kernel = await start_kernel(jp_fetch, gpu_kernelspec)
+    request = interactive_jobs(service, JobState.RUNNING)[0]
+    await asyncio.sleep(2.5)  # idle past the timeout, but nobody waits: nothing happens
+    assert kernel in jp_serverapp.kernel_manager and not service.info[request.id].message
+
+    make_notebook(jp_root_dir / "job.ipynb", "print('ran')")
+    code, job = await api("POST", "jobs", {"notebook": "job.ipynb"})
+    assert code == 201, job
+
+    async def warned():
+        code, status = await api("GET", f"interactive/{kernel}")
+        return status if "will be given back" in status["job"]["message"] else None
+
+    status = await wait_for_async(warned, 20, "the idle warning")
+    assert status["job"]["message"].startswith("this kernel's GPU will be given back in 1 minute")
+    code, kept = await api("POST", f"interactive/{kernel}/keep")  # the Keep action restarts the clock
+    assert code == 200 and kept["kept_seconds"] > 0
+    assert service.info[request.id].message == ""
+
+    done = await wait_for_state(api, job["id"], {"SUCCEEDED", "FAILED"}, timeout=60)  # warned again, reclaimed
+    assert done["state"] == "SUCCEEDED", done
+    assert kernel not in jp_serverapp.kernel_manager  # the server shut the kernel down
+    assert request.state is JobState.CANCELLED and "GPUs reclaimed" in request.reason
+
+
+@pytest.mark.parametrize("gpusched_config", [{"local_gpus": 1, **IDLE}])
+async def test_a_busy_kernel_is_never_reclaimed(jp_fetch, jp_serverapp, jp_root_dir, service, api, gpu_kernelspec):
+    from jupyter_gpusched.testing.notebooks import make_notebook
+
+    kernel = await start_kernel(jp_fetch, gpu_kernelspec)
+    client = jp_serverapp.kernel_manager.get_kernel(kernel).client()
+    client.start_channels()
+    await client.wait_for_ready(timeout=30)
+    client.execute("import time; time.sleep(8)")
+    make_notebook(jp_root_dir / "job.ipynb", "print('ran')")
+    code, job = await api("POST", "jobs", {"notebook": "job.ipynb"})
+    assert code == 201
+    await asyncio.sleep(6)  # four idle timeouts and more, a job waiting all along
+    assert kernel in jp_serverapp.kernel_manager
+    assert interactive_jobs(service, JobState.RUNNING) and not service.info[interactive_jobs(service)[0].id].message
+    code, waiting_job = await api("GET", f"jobs/{job['id']}")
+    assert waiting_job["state"] == "QUEUED"
+    client.stop_channels()
+    await jp_fetch("api", "kernels", kernel, method="DELETE")
+
+
+def test_the_packaged_kernelspec_is_the_one_the_command_writes(tmp_path):
+    from jupyter_gpusched.server.provisioner import PROVISIONER_NAME, kernel_spec
+
+    from conftest import PROJECT_ROOT
+
+    packaged = json.loads((PROJECT_ROOT / "jupyter-config/kernels/python3-gpu1/kernel.json").read_text())
+    assert packaged == kernel_spec(1)
+    assert packaged["display_name"] == "Python 3 (1 GPU)"
+    assert packaged["metadata"]["kernel_provisioner"] == {
+        "provisioner_name": PROVISIONER_NAME,
+        "config": {"gpus": 1, "priority": "normal"},
+    }
+    path = install(2, "high", "vision", prefix=str(tmp_path))
+    spec = json.loads((tmp_path / "share/jupyter/kernels/python3-gpu2/kernel.json").read_text())
+    assert path.endswith("python3-gpu2") and spec["display_name"] == "Python 3 (2 GPUs)"
+    assert spec["metadata"]["kernel_provisioner"]["config"] == {"gpus": 2, "priority": "high", "tenant": "vision"}
