@@ -146,3 +146,44 @@ def test_bad_budget_config_fails_at_start_with_the_key():
 
     with pytest.raises(ValueError, match=r"c.GPUSched.tenants\['vision'\]\['budget'\].period"):
         tenant_budgets({"vision": {"quota": 8, "budget": {"gpu_hours": 5, "period": "fortnight"}}})
+
+
+def test_budget_warnings_reach_the_tenants_notification_targets(tmp_path):
+    """The 80% and 100% warnings go to the tenant's configured targets (a real webhook receiver), once each."""
+    from jupyter_gpusched.service.notify import NotifySettings
+    from jupyter_gpusched.testing.receivers import Receiver
+    from jupyter_gpusched.testing.waits import wait_for
+
+    receiver = Receiver().start()
+    try:
+        service = service_in(
+            tmp_path,
+            LocalBackend(virtual_gpus=2, heartbeat_interval=0.5),
+            tenants=(Tenant("vision", 2),),
+            budgets={"vision": Budget(TINY, enforce="hard")},
+            memory_check_interval=0.0,
+            notify=NotifySettings(
+                webhook_secret="s3cret", defaults={"tenants": {"vision": [{"webhook": receiver.url("/budget")}]}}
+            ),
+        )
+        spend(service, tmp_path)
+        for _ in range(5):
+            service.tick()
+        calls = wait_for(
+            lambda: sum(c.json["event"] == "budget" for c in receiver.to("/budget")) >= 2 and receiver.to("/budget"),
+            30,
+            "two budget warnings",
+        )
+        assert all(c.signed_by("s3cret") for c in calls)
+        bodies = [c.json for c in calls if c.json["event"] == "budget"]  # the job's own end uses them too
+        assert len(bodies) == 2
+        assert any("passed 80% of its gpu_hours budget" in b["message"] for b in bodies)
+        assert any("reached its gpu_hours budget" in b["message"] for b in bodies)
+        assert {b["tenant"] for b in bodies} == {"vision"}
+        for _ in range(5):
+            service.tick()
+        assert sum(c.json["event"] == "budget" for c in receiver.to("/budget")) == 2  # not again later
+        service.backend.close()
+        service.notices.close()
+    finally:
+        receiver.stop()

@@ -3,13 +3,14 @@
 The usage ledger (core/budget.py) is rebuilt once from the store when the service starts and
 then fed every event the loop persists, so a pass asks it for "spent this period" without
 reading the store. Warnings at 80% and 100% are written to the store once per tenant, period
-and level (the lab panel and the dashboard show them).
+and level (the lab panel and the dashboard show them), and sent to the tenant's notification
+targets (c.GPUSched.notify_defaults["tenants"], docs/notifications.md).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ..core import Event, Scheduler
 from ..core.budget import WARN_LEVELS, Budget, BudgetStatus, UsageLedger, budget_status, period_bounds
@@ -28,6 +29,8 @@ class Budgets:
         self.store = store
         self.ledger = UsageLedger(prices)
         self.statuses: dict[str, BudgetStatus] = {}
+        # Told of each warning once it is recorded: (tenant, key naming the warning, message).
+        self.on_warning: Callable[[str, str, str], None] | None = None
 
     def load(self) -> None:
         """Rebuild the ledger from the store (once, at start)."""
@@ -56,11 +59,12 @@ class Budgets:
         what = "reached" if level == 100 else f"passed {level}% of"
         message = (
             f"tenant {st.tenant} {what} its {st.unit} budget for {st.period} "
-            f"({st.used:.2f}/{st.limit:g}; enforce {st.enforce})"
+            f"({st.used:.4g}/{st.limit:g}; enforce {st.enforce})"
         )
         if self.store.record_budget_warning(st.tenant, st.period, level, now, message):
-            # A notifier (service/notify.py, once merged) should be called here with `message`.
             log.warning("jupyter-gpusched: %s", message)
+            if self.on_warning is not None:
+                self.on_warning(st.tenant, f"{st.tenant}:{st.period}:{level}", message)
 
     def bar(self, tenant: str) -> dict | None:
         """The budget bar `GET queues` shows for `tenant` (None: it has no budget)."""

@@ -146,6 +146,7 @@ class Service(ServiceViews):
         if old is not None:  # a take-over rebuilds: the old one's retries stop
             old.close()
         self.notices = JobNotices(config.notify, self.scheduler.jobs, self.info, self.store, clock)
+        self.budgets.on_warning = self.notices.tenant_notice
         self._requeue_at: dict[str, tuple[float, int, str]] = {}  # after a failed launch: (when, attempt, why)
         self._waiting_launch: dict[str, int] = {}  # job id -> attempt: admitted onto GPUs a kill still holds
         self._last_usage_minute: int | None = None

@@ -92,6 +92,14 @@ class JobNotices:
         self.store.set_user_notify(user, None if targets is None else [t.to_dict() for t in targets])
         return targets
 
+    def tenant_notice(self, tenant: str, key: str, message: str) -> None:
+        """A message about a tenant (a budget warning) to the tenant's configured targets, whatever
+        events they name. Sent once: the caller records it first, so a crash mid-send loses it."""
+        configured = (self.settings.defaults.get("tenants") or {}).get(tenant)
+        for index, target in enumerate(parse_targets(configured) if configured else ()):
+            payload = {"tenant": tenant, "message": message}
+            self.notifier.send(Notification(target, "budget", f"[gpusched] {message}", payload, f"{key}:{index}"))
+
     # --- sending, from the events the service writes ------------------------------------------
     def on_events(self, events: Iterable[Event]) -> None:
         for e in events:
