@@ -10,9 +10,9 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from traitlets import TraitError
 
 from jupyter_gpusched import checkpoint
 from jupyter_gpusched.backends import LaunchRequest, LocalBackend
@@ -20,9 +20,7 @@ from jupyter_gpusched.backends.preemption import checkpoint_dir, preempt_signum
 from jupyter_gpusched.core import Cluster, JobSpec, NodeSpec, Scheduler, Tenant
 from jupyter_gpusched.core.model import Preempt
 from jupyter_gpusched.testing.notebooks import make_notebook
-from jupyter_gpusched.core.health import HealthConfig
-from jupyter_gpusched.testing.service import run_until, service_in
-from jupyter_gpusched.testing.training import make_training_notebook, read_trace
+from jupyter_gpusched.testing.training import train_then_preempt
 from jupyter_gpusched.testing.waits import run_to_end
 
 pytestmark = pytest.mark.timeout(240)
@@ -56,8 +54,9 @@ def test_save_copies_a_file_or_folder_given_as_a_path(ckpt_env, tmp_path):
     run = tmp_path / "run"
     (run / "sub").mkdir(parents=True)
     (run / "sub" / "a.txt").write_text("a")
-    assert (checkpoint.load() if checkpoint.save(run) else None) / "sub" / "a.txt" is not None
+    checkpoint.save(run)
     assert (checkpoint.load() / "sub" / "a.txt").read_text() == "a"
+    assert (run / "sub" / "a.txt").exists()  # copied, not moved
 
 
 def test_every_follows_the_interval_the_scheduler_hands_out(ckpt_env, monkeypatch):
@@ -92,8 +91,10 @@ def test_preempt_signal_names():
     assert preempt_signum("10") is signal.Signals(10)
     with pytest.raises(ValueError):
         preempt_signum("SIGNOPE")
-    with pytest.raises(Exception):
+    with pytest.raises((ValueError, TraitError)):
         LocalBackend(preempt_signal="nope")
+    with pytest.raises((ValueError, TraitError)):
+        LocalBackend(preempt_grace=-1)
 
 
 # --- the local backend: the folder, the variables --------------------------------------------------------------
@@ -122,47 +123,9 @@ def test_every_job_gets_its_checkpoint_folder_attempt_and_interval(tmp_path):
 
 
 # --- the live service: preemption, resume, the time in the core and the store ---------------------------------
-def preempting_service(folder: Path, grace: float):
-    """Two tenants on 2 virtual GPUs: `research` owns none and borrows both; `prod` owns both and takes them back."""
-    backend = LocalBackend(virtual_gpus=2, heartbeat_interval=0.3, preempt_grace=grace)
-    return service_in(
-        folder,
-        backend,
-        tenants=(Tenant("research", 0, 2), Tenant("prod", 2)),
-        default_tenant="research",
-        health=HealthConfig(),
-        memory_check_interval=0.0,
-    )
-
-
-def train_then_preempt(folder: Path, grace: float, **params) -> tuple[list[tuple[str, int, int]], dict]:
-    """Run the training notebook as `research`, preempt it with a `prod` job once it saved twice, let it finish on
-    attempt 2. Returns its trace and what the core and the store said about it while attempt 1 ran."""
-    service = preempting_service(folder, grace)
-    root = folder / "root"
-    make_training_notebook(root / "train.ipynb")
-    make_notebook(root / "quick.ipynb", "x = 1")
-    seen: dict = {}
-    try:
-        job = service.submit(notebook="train.ipynb", owner="alice", gpus=2, parameters=params)
-        trace = root / "trace.txt"
-        run_until(service, lambda: sum(e == "saved" for e, _, _ in read_trace(trace)) >= 2, 90, "two saves")
-        run_until(service, lambda: service.scheduler.jobs[job.id].last_checkpoint_at is not None, 30, "reported")
-        seen["core"] = service.scheduler.jobs[job.id].last_checkpoint_at
-        seen["store"] = {j.id: j for j, _ in service.store.load_jobs()}[job.id].last_checkpoint_at
-        urgent = service.submit(notebook="quick.ipynb", owner="bob", tenant="prod", gpus=2, priority="high")
-        run_until(service, lambda: service.scheduler.jobs[urgent.id].state.value == "SUCCEEDED", 90, "prod job")
-        run_until(service, lambda: service.scheduler.jobs[job.id].state.value == "SUCCEEDED", 120, "resumed job")
-        seen["attempts"] = service.scheduler.jobs[job.id].attempts
-        seen["preemptions"] = service.scheduler.jobs[job.id].preemptions
-        seen["folder"] = checkpoint_dir(service.jobs_dir / job.id)
-    finally:
-        service.backend.close()
-    return read_trace(trace), seen
-
-
 def test_a_preempted_notebook_saves_in_the_grace_period_and_resumes_at_that_step(tmp_path):
-    trace, seen = train_then_preempt(tmp_path, grace=20.0, steps=300, step_s=0.05, save_every=1.0)
+    # The last save takes 4 s: a plain kill (SIGTERM, 1.5-3 s, SIGKILL) would cut it short.
+    trace, seen = train_then_preempt(tmp_path, grace=20.0, steps=300, step_s=0.05, save_every=1.0, save_s=4.0)
     assert seen["attempts"] == 2 and seen["preemptions"] == 1, seen
     preempted = [s for e, a, s in trace if e == "preempted" and a == 1]
     resumed = [s for e, a, s in trace if e == "start" and a == 2]
@@ -183,6 +146,19 @@ def test_a_job_that_ignores_the_signal_is_killed_after_the_grace_and_loses_only_
     assert not [e for e, a, _ in trace if e == "preempted"]
     assert resumed == saved[-1:], trace  # the last periodic save: only the steps after it are redone
     assert ("done", 2, 300) in trace
+
+
+# --- Kubernetes: the pod spec ---------------------------------------------------------------------------------
+def test_the_pod_has_a_grace_period_and_the_checkpoint_variables():
+    from jupyter_gpusched.backends.kubernetes.config import KubernetesConfig
+    from jupyter_gpusched.backends.kubernetes.manifests import build_manifests
+
+    job, _ = build_manifests("j1", JobSpec("t.ipynb"), "{}", {}, KubernetesConfig(preempt_grace=45.5))
+    pod = job["spec"]["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] == 46
+    env = {e["name"]: e for e in pod["containers"][0]["env"]}
+    assert {"GPUSCHED_CHECKPOINT_DIR", "GPUSCHED_ATTEMPT"} <= set(env)
+    assert env[checkpoint.REPORT_ENV]["value"] == "log"
 
 
 # --- victims by real checkpoint times --------------------------------------------------------------------------

@@ -98,9 +98,13 @@ class GracefulPreemption(LoggingConfigurable):
 
 
 def preempt_signum(name: str) -> signal.Signals:
-    """"SIGTERM", "term", "15" -> signal.SIGTERM; ValueError for anything else."""
+    """ "SIGTERM", "term", "15" -> signal.SIGTERM; ValueError for anything else."""
     text = str(name).strip().upper()
     try:
-        return signal.Signals(int(text)) if text.isdigit() else signal.Signals[text if text.startswith("SIG") else "SIG" + text]
+        return (
+            signal.Signals(int(text))
+            if text.isdigit()
+            else signal.Signals[text if text.startswith("SIG") else "SIG" + text]
+        )
     except (KeyError, ValueError):
         raise ValueError(f"not a signal: {name!r}") from None
