@@ -16,8 +16,8 @@ pytestmark = pytest.mark.timeout(300)
 NOTEBOOKS = sorted(p.name for p in (PROJECT_ROOT / "notebooks").glob("0*.ipynb"))
 
 
-def test_there_are_five_walkthroughs():
-    assert len(NOTEBOOKS) == 5, NOTEBOOKS
+def test_there_are_six_walkthroughs():
+    assert len(NOTEBOOKS) == 6, NOTEBOOKS
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

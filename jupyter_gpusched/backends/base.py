@@ -85,6 +85,8 @@ class LaunchRequest:
     kernel_name: str | None = None  # None: the notebook's own kernelspec, else python3
     spec: JobSpec | None = None  # the job as submitted (tenant, priority, retries ...), for cluster backends
     allocation: Allocation = ()  # where the core placed it: ((node, (gpu index, ...)), ...)
+    attempt: int = 1  # 1, 2, ... ($GPUSCHED_ATTEMPT): the job's checkpoint folder is the same on each
+    checkpoint_interval: float | None = None  # what the policy wants ($GPUSCHED_CHECKPOINT_INTERVAL), if any
 
 
 UpdateKind = Literal[
@@ -107,6 +109,7 @@ class BackendUpdate:
     # is the node, `pool` its pool's terms when the backend knows them.
     node: NodeSpec | None = None
     pool: Pool | None = None
+    checkpoint_at: float | None = None  # heartbeat: when the notebook last saved a checkpoint (checkpoint.py)
 
 
 class _ConfigurableABCMeta(MetaHasTraits, ABCMeta):
@@ -143,6 +146,11 @@ class Backend(LoggingConfigurable, metaclass=_ConfigurableABCMeta):
         whose `kill` returns at once (Kubernetes: its reconciler deletes the Job)."""
         self.kill(job_id, reason)
         return None
+
+    def begin_preempt(self, job_id: str, reason: str) -> Callable[[], None] | None:
+        """`begin_kill` for a preemption: a backend that can warn the job first (a signal, then a grace period
+        to save a checkpoint) does so in the slow half. The default: the same as `begin_kill`."""
+        return self.begin_kill(job_id, reason)
 
     def pools(self) -> list[Pool]:
         """Pools this backend finds by itself (a cluster's labelled node groups), added to those configured

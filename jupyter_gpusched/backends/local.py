@@ -61,6 +61,7 @@ from .base import (
 from .exitrecord import exit_record_path, read_exit_record
 from .kernelstart import default_max_starts
 from .logcap import DEFAULT_MAX_LOG_BYTES
+from .preemption import GracefulPreemption, checkpoint_env, reported_checkpoint
 from .processes import (
     HAVE_PROC,
     TOKEN_ENV,
@@ -166,7 +167,7 @@ class _Run:
         return _read_int(kernel_pid_path(self.req.job_dir))
 
 
-class LocalBackend(Backend):
+class LocalBackend(GracefulPreemption, Backend):
     """Runs each job as a papermill runner process on this machine."""
 
     name = "local"
@@ -391,6 +392,7 @@ class LocalBackend(Backend):
                     TOKEN_ENV: token,
                 }
             )
+            env.update(checkpoint_env(req, self.preempt_signal))  # the checkpoint folder, attempt, interval
             cmd = [
                 self.python,
                 "-m",
@@ -588,7 +590,8 @@ class LocalBackend(Backend):
         if t is None or t == run.last_beat:
             return None
         run.last_beat = t
-        return BackendUpdate(run.req.job_id, "heartbeat", t, "", progress, activity)
+        saved = reported_checkpoint(heartbeat_path(run.req.job_dir))
+        return BackendUpdate(run.req.job_id, "heartbeat", t, "", progress, activity, checkpoint_at=saved)
 
     def _progress(self, run: _Run) -> tuple[int, int] | None:
         return self._beat_fields(run)[1]

@@ -186,3 +186,20 @@ def is_group_leader(pid: int) -> bool:
         return os.getpgid(pid) == pid
     except OSError:
         return False
+
+
+def warn_group(pgid: int | None, sig: int, grace: float, *, token: str | None = None) -> bool:
+    """Send `sig` to the process group `pgid` (when it still carries the launch `token`, on Linux) and wait up
+    to `grace` seconds for it to end: Slurm's --signal, the warning before a kill. True if it ended in time
+    (or was gone). Blocks: call it from a worker thread."""
+    if not pgid or pgid <= 1 or pgid == os.getpgrp() or not group_alive(pgid):
+        return True
+    if HAVE_PROC and token and not environ_has(pgid, f"{TOKEN_ENV}={token}".encode()):
+        return True  # not the job's any more (a recycled pid): never signal a stranger
+    _send(pgid, sig, group=True)
+    deadline = time.monotonic() + max(grace, 0.0)
+    while group_alive(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True

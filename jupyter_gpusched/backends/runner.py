@@ -42,6 +42,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ..checkpoint import DIR_ENV as CHECKPOINT_DIR_ENV
+from ..checkpoint import last_saved
 from .activity import GpuSampler, process_figures
 from .base import (
     error_path,
@@ -133,6 +135,7 @@ class Run:
             "cells_total": self.cells_total,
             "pid": os.getpid(),
             "kernel_pid": self.kernel_pid,
+            "checkpoint_at": last_saved() if os.environ.get(CHECKPOINT_DIR_ENV) else None,  # checkpoint.py's
         }
         try:
             data["activity"] = self.activity(now)

@@ -28,9 +28,11 @@ class Kills:
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="gpusched-kill")
         self._running: dict[str, tuple[Future, frozenset[Gpu]]] = {}  # job id -> (the kill, its GPUs)
 
-    def start(self, job_id: str, reason: str, gpus: Iterable[Gpu]) -> None:
-        """Stop `job_id`, whose processes run on `gpus`, without waiting for them to die."""
-        finish = self.backend.begin_kill(job_id, reason)
+    def start(self, job_id: str, reason: str, gpus: Iterable[Gpu], *, preempt: bool = False) -> None:
+        """Stop `job_id`, whose processes run on `gpus`, without waiting for them to die. A preemption warns
+        the job first (`Backend.begin_preempt`: a signal and a grace period to save a checkpoint)."""
+        begin = self.backend.begin_preempt if preempt else self.backend.begin_kill
+        finish = begin(job_id, reason)
         if finish is None:  # nothing left to wait for
             return
         future = self._pool.submit(finish)

@@ -306,7 +306,7 @@ class Service(ServiceViews):
         for job_id, decision in first.items():
             job = touched[job_id] = s.jobs[job_id]
             if isinstance(decision, Preempt):  # it was running before this pass
-                self._kill(job_id, decision.reason, held.get(job_id, ()))
+                self._kill(job_id, decision.reason, held.get(job_id, ()), preempt=True)
             if job.state is JobState.ADMITTED:
                 admitted.append(job)
         if admitted:
@@ -363,6 +363,8 @@ class Service(ServiceViews):
             s.started(job.id, u.time)
         elif u.kind == "heartbeat" and job.state is JobState.ADMITTED:
             s.started(job.id, u.time)
+        if u.checkpoint_at is not None and u.checkpoint_at != job.last_checkpoint_at:  # the notebook saved
+            s.checkpointed(job.id, u.checkpoint_at)
         if u.kind == "heartbeat" and u.activity is not None:
             self.stalls.observe(job, info, u.activity, "runner")
         elif u.kind in ("succeeded", "failed"):
@@ -409,9 +411,9 @@ class Service(ServiceViews):
                 self.stalls.observe(job, self.info[job_id], activity, "prometheus")
         return self.stalls.sweep(self.scheduler, self.info, now, lambda job, why: self._kill(job.id, why, _gpus(job)))
 
-    def _kill(self, job_id: str, reason: str, gpus: tuple[Gpu, ...]) -> None:
+    def _kill(self, job_id: str, reason: str, gpus: tuple[Gpu, ...], preempt: bool = False) -> None:
         """Stop a job's processes off the event loop (`Kills`); `gpus` stay unused until they are gone."""
-        self.kills.start(job_id, reason, gpus)
+        self.kills.start(job_id, reason, gpus, preempt=preempt)
 
     def _launch_when_free(self, job: Job, now: float) -> None:
         """Launch an admitted job, or, while a dying job still holds its GPUs, once that one is gone."""
@@ -460,6 +462,8 @@ class Service(ServiceViews):
                     max_runtime=job.spec.max_runtime,
                     spec=job.spec,
                     allocation=job.allocation,
+                    attempt=max(1, job.attempts),
+                    checkpoint_interval=self._checkpoint_interval(job, now),
                 )
             )
         except LaunchRefused as exc:
@@ -468,6 +472,12 @@ class Service(ServiceViews):
             self.scheduler.finished(job.id, now, ok=False, reason=info.message)
         except (BackendError, OSError) as exc:
             self._launch_failed(job, info, now, exc)
+
+    def _checkpoint_interval(self, job: Job, now: float) -> float | None:
+        """What the policy wants this attempt to checkpoint at (spot pools), for jobs that checkpoint."""
+        if job.spec.checkpoint_interval is None:
+            return None
+        return self.scheduler.policy.checkpoint_interval(self.scheduler, job, now)
 
     def _launch_failed(self, job: Job, info: JobInfo, now: float, exc: Exception) -> None:
         """The backend could not start the job: back in line after a pause, or failed after too many tries."""

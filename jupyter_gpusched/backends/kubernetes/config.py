@@ -45,6 +45,7 @@ class KubernetesConfig:
     pod_labels: Mapping[str, str] = field(default_factory=dict)
     ttl_after_finished: int | None = 24 * 3600  # seconds finished Jobs are kept; None -> forever
     pin_nodes: bool = True  # pin each Job to the node the core chose (else: only to its pool)
+    preempt_grace: float = 30.0  # seconds: the pod's terminationGracePeriodSeconds (SIGTERM, then SIGKILL)
     heartbeat_interval: float = 5.0  # seconds between heartbeats reported for running jobs
     workers: int = 4  # threads doing API writes
     watch_timeout: int = 300  # seconds a watch request stays open before it is renewed

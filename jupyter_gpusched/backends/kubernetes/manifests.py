@@ -107,6 +107,7 @@ def build_manifests(
                         "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{A_ATTEMPT}']"}},
                     },
                     {"name": "PYTHONUNBUFFERED", "value": "1"},
+                    {"name": "GPUSCHED_CHECKPOINT_REPORT", "value": "log"},  # each save: a line in the pod log
                 ],
                 "resources": resources,
                 "volumeMounts": [
@@ -116,6 +117,8 @@ def build_manifests(
             }
         ],
         "volumes": [{"name": "input", "configMap": {"name": name}}, {"name": "output", **output_volume}],
+        # A deleted (preempted) pod gets SIGTERM, then this long to save a checkpoint before SIGKILL.
+        "terminationGracePeriodSeconds": max(0, int(math.ceil(cfg.preempt_grace))),
     }
     if cfg.service_account:
         pod_spec["serviceAccountName"] = cfg.service_account
