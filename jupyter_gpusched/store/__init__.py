@@ -59,6 +59,9 @@ class JobRow(Base):
     checkpoint_interval: Mapped[float | None] = mapped_column(Float, nullable=True)
     cpus: Mapped[float | None] = mapped_column(Float, nullable=True)  # (added later: null in older stores)
     memory: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    after: Mapped[list | None] = mapped_column(JSON, nullable=True)  # pipelines (core/dependencies.py)
+    when: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    pipeline_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     state: Mapped[str] = mapped_column(String(16), index=True)
     reason: Mapped[str] = mapped_column(Text, default="")
     submitted_at: Mapped[float] = mapped_column(Float)
@@ -141,6 +144,9 @@ def _job_values(job: Job, info: Mapping[str, Any] | None) -> dict[str, Any]:
         checkpoint_interval=s.checkpoint_interval,
         cpus=s.cpus,
         memory=s.memory,
+        after=list(s.after),
+        when=s.when,
+        pipeline_id=s.pipeline_id,
         state=job.state.value,
         reason=job.reason,
         submitted_at=job.submitted_at,
@@ -176,6 +182,9 @@ def _job_from_row(row: JobRow) -> Job:
         checkpoint_interval=row.checkpoint_interval,
         cpus=row.cpus or 0.0,
         memory=row.memory or 0,
+        after=tuple(row.after or ()),
+        when=row.when or "succeeded",
+        pipeline_id=row.pipeline_id,
     )
     return Job(
         id=row.id,
