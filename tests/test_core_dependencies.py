@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_gpusched.core import Admit, Cluster, IllegalTransition, JobSpec, JobState, NodeSpec, Priority, Scheduler
-from jupyter_gpusched.core import SchedulerConfig, SpecError
+from jupyter_gpusched.core import (
+    Admit,
+    Cluster,
+    IllegalTransition,
+    JobSpec,
+    JobState,
+    NodeSpec,
+    Priority,
+    Scheduler,
+    SchedulerConfig,
+    SpecError,
+)
 from jupyter_gpusched.core.dependencies import Doom, Release, check_edges, settle, verdict
 from jupyter_gpusched.core.model import transition
 

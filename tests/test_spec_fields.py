@@ -23,7 +23,7 @@ from jupyter_gpusched.server import validation
 
 SPEC = yaml.safe_load((Path(server_pkg.__file__).parent / "openapi.yaml").read_text())
 SUBMIT_SCHEMA = SPEC["components"]["schemas"]["JobSubmit"]
-JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object"}
+JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array"}
 
 
 def test_the_fields_are_the_submit_schemas_properties():

@@ -30,7 +30,7 @@ import os
 import threading
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -85,6 +85,7 @@ class LaunchRequest:
     kernel_name: str | None = None  # None: the notebook's own kernelspec, else python3
     spec: JobSpec | None = None  # the job as submitted (tenant, priority, retries ...), for cluster backends
     allocation: Allocation = ()  # where the core placed it: ((node, (gpu index, ...)), ...)
+    environment: Mapping[str, str] = field(default_factory=dict)  # extra variables, e.g. GPUSCHED_INPUTS
 
 
 UpdateKind = Literal[

@@ -30,6 +30,10 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
                 metavar="NAME=VALUE",
                 help="a papermill parameter; the value is read as a Python literal, else kept as text (repeatable)",
             )
+        elif spec_field.type is list:  # repeatable: --after ID --after ID
+            parser.add_argument(
+                spec_field.option, dest=spec_field.name, action="append", metavar="ID", help=spec_field.help
+            )
         elif spec_field.type is bool:
             parser.add_argument(
                 spec_field.option, dest=spec_field.name, action="store_true", default=None, help=spec_field.help

@@ -10,6 +10,7 @@ from .base import UnknownPathHandler
 from .handlers.cluster import ClusterHandler, MeHandler, MetricsHandler, QueuesHandler, UsageHandler
 from .handlers.forecast import ForecastHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobLogHandler, JobOutputHandler, JobsHandler
+from .handlers.pipelines import PipelineHandler, PipelinesHandler
 from .handlers.scaling import ScalingHandler
 
 
@@ -23,6 +24,8 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + job + "/events", JobEventsHandler),
         (api + job + "/log", JobLogHandler),
         (api + job + "/output", JobOutputHandler),
+        (api + "/pipelines", PipelinesHandler),
+        (api + r"/pipelines/(?P<pipeline_id>[A-Za-z0-9_.\-]{1,64})", PipelineHandler),
         (api + "/queues", QueuesHandler),
         (api + "/cluster", ClusterHandler),
         (api + "/usage", UsageHandler),

@@ -25,8 +25,7 @@ import asyncio
 import logging
 import math
 import time
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +52,7 @@ from .advisor import Advisor, ScalingSettings
 from .forecasting import Forecasts
 from .info import JobInfo
 from .kills import Gpu, Kills
+from .pipelines import Pipelines, new_job_id
 from .prometheus import PrometheusSource
 from .recovery import FINISHED, LOST, NOT_STARTED, SchedulerStandby, settle, standby_message
 from .serverlog import log_into
@@ -91,7 +91,7 @@ def _gpus(job: Job) -> tuple[Gpu, ...]:
     return tuple((node, g) for node, ids in job.allocation for g in ids)
 
 
-class Service(ServiceViews):
+class Service(ServiceViews, Pipelines):
     def __init__(self, config: ServiceConfig, backend: Backend, clock: Callable[[], float] = time.time):
         self.config = config
         self.backend = backend
@@ -258,6 +258,8 @@ class Service(ServiceViews):
             self._kill(jid, "no heartbeat", _gpus(s.jobs[jid]))
             touched[jid] = s.lost(jid, now, "no heartbeat from the runner")
         for job in self._requeue_paused(now):
+            touched[job.id] = job
+        for job in self.settle_dependencies(now):  # WAITING jobs whose dependencies ended (pipelines.py)
             touched[job.id] = job
         for job in self._watch_stalls(now):
             touched[job.id] = job
@@ -426,6 +428,7 @@ class Service(ServiceViews):
                     max_runtime=job.spec.max_runtime,
                     spec=job.spec,
                     allocation=job.allocation,
+                    environment=self.inputs_environment(job),
                 )
             )
         except LaunchRefused as exc:
@@ -485,7 +488,12 @@ class Service(ServiceViews):
     def tenant_for(self, user: str, requested: str | None) -> str:
         return requested or self.config.user_tenants.get(user) or self.config.default_tenant
 
-    def submit(
+    def submit(self, *, stall_timeout: float | None = None, **fields: Any) -> Job:
+        """Validate, queue (or, with `after`, hold WAITING) and durably record a job. Raises SpecError on bad
+        input. `fields` are `job_spec`'s."""
+        return self.enter([(self.job_spec(**fields), stall_timeout)])[0]
+
+    def job_spec(
         self,
         *,
         notebook: str,
@@ -498,11 +506,13 @@ class Service(ServiceViews):
         preemptible: bool = False,
         max_retries: int = 2,
         gpu_type: str | None = None,
-        stall_timeout: float | None = None,
         cpus: float = 0.0,
         memory: int = 0,
-    ) -> Job:
-        """Validate, queue and durably record a job. Raises SpecError on bad input."""
+        after: Sequence[str] = (),
+        when: str = "succeeded",
+        pipeline_id: str | None = None,
+    ) -> JobSpec:
+        """A checked job spec (SpecError on bad input); nothing is submitted yet."""
         self.require_owner()
         try:
             prio = Priority.parse(priority)
@@ -522,17 +532,30 @@ class Service(ServiceViews):
             est_runtime=None,
             cpus=cpus,
             memory=memory,
+            after=tuple(after),
+            when=when,
+            pipeline_id=pipeline_id,
         )
         self.scheduler.validate(spec)
         try:  # e.g. the Kubernetes API server's own validation (a dry run), so its message reaches the user
             self.backend.check(spec, (self.config.root_dir / notebook).resolve(), spec.parameters)
         except BackendError as exc:
             raise SpecError(getattr(exc, "field", None) or "spec", str(exc)) from None
-        job = self.scheduler.submit(spec, self.clock(), job_id=uuid.uuid4().hex[:12])
-        self.info[job.id] = JobInfo(job_dir=str(self.jobs_dir / job.id), stall_timeout=stall_timeout)
-        self._persist([job])
+        return spec
+
+    def enter(self, specs: Sequence[tuple[JobSpec, float | None]], ids: Sequence[str] = ()) -> list[Job]:
+        """Submit checked specs (with their stall timeouts) together and record them in one transaction.
+        `ids`: the job ids to use (a pipeline's steps name each other); new ones by default."""
+        self.require_owner()
+        now = self.clock()
+        jobs = []
+        for i, (spec, stall_timeout) in enumerate(specs):
+            job = self.scheduler.submit(spec, now, job_id=ids[i] if ids else new_job_id())
+            self.info[job.id] = JobInfo(job_dir=str(self.jobs_dir / job.id), stall_timeout=stall_timeout)
+            jobs.append(job)
+        self._persist(jobs + self.settle_dependencies(now))  # a dependency that already ended counts at once
         self.kick()
-        return job
+        return jobs
 
     def cancel(self, job_id: str, actor: str) -> Job:
         self.require_owner()
