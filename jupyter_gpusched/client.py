@@ -167,6 +167,37 @@ class Client:
         body = {"notebook": self.server_path(notebook), **{k: v for k, v in fields.items() if v is not None}}
         return self._request("POST", "jobs", json=body).json()
 
+    def submit_pipeline(self, steps: list[dict[str, Any]], edges: list[list[int]]) -> dict[str, Any]:
+        """Submit a DAG of jobs at once (docs/pipelines.md): `steps` are submit bodies (notebook paths as
+        for `submit`), an edge [i, j] makes step j wait for step i."""
+        steps = [
+            {**step, "notebook": self.server_path(step["notebook"])} if "notebook" in step else step for step in steps
+        ]
+        return self._request("POST", "pipelines", json={"steps": steps, "edges": edges}).json()
+
+    def run_pipeline_file(self, path: str | os.PathLike) -> dict[str, Any]:
+        """Submit the pipeline a YAML or JSON file describes: `steps` (each a submit body; notebook paths
+        relative to the file's folder) and `edges`."""
+        import yaml  # YAML is a superset of JSON: one reader for both
+
+        file = Path(path)
+        try:
+            spec = yaml.safe_load(file.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise GPUSchedError(f"cannot read the pipeline file {path}: {exc}", field="file") from None
+        if not isinstance(spec, dict) or not isinstance(spec.get("steps"), list):
+            raise GPUSchedError(f"{path}: a pipeline file holds `steps` (a list) and `edges`", field="steps")
+        steps = [
+            {**step, "notebook": os.path.normpath(file.parent / step["notebook"])}
+            if isinstance(step, dict) and isinstance(step.get("notebook"), str)
+            else step
+            for step in spec["steps"]
+        ]
+        return self.submit_pipeline(steps, spec.get("edges") or [])
+
+    def pipeline(self, pipeline_id: str) -> dict[str, Any]:
+        return self._request("GET", f"pipelines/{quote(pipeline_id, safe='')}").json()
+
     def jobs(self, state: str | None = None, tenant: str | None = None, mine: bool = False) -> list[dict[str, Any]]:
         params = {k: v for k, v in {"state": state, "tenant": tenant, "mine": "true" if mine else None}.items() if v}
         return self._request("GET", "jobs", params=params).json()["jobs"]

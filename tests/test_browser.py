@@ -461,3 +461,33 @@ def test_panel_screenshots_light_and_dark(page: Page, lab: Lab):
     assert light_bg != dark_bg, "the panel does not follow the theme"
 
     page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
+
+
+def test_a_waiting_pipeline_step_shows_its_badge_and_the_pipeline_view(page: Page, lab: Lab):
+    """Issue 14: a step waiting for its dependency is WAITING in the list and the status bar; its Pipeline
+    button opens a view of the steps and their states."""
+    r = lab.api(
+        "POST", "pipelines", {"steps": [{"notebook": "slow.ipynb"}, {"notebook": "fails.ipynb"}], "edges": [[0, 1]]}
+    )
+    assert r.status_code == 201, r.text
+    first, second = (s["id"] for s in r.json()["steps"])
+    try:
+        open_panel(page)
+        waiting = job_item(page, second)
+        expect(waiting.locator(".jp-GPUSched-state-WAITING")).to_have_text("WAITING", timeout=20_000)
+        expect(waiting).to_contain_text(f"waits for {first[:8]}")
+        expect(page.locator(".jp-GPUSched-status")).to_contain_text("1 waiting")
+        waiting.get_by_role("button", name=re.compile("^Pipeline of")).click()
+        view = page.locator(".jp-GPUSched-pipeline")
+        expect(view.locator(".jp-GPUSched-pipelineStep")).to_have_count(2)
+        expect(view.locator('.jp-GPUSched-pipelineStep[data-state="WAITING"]')).to_contain_text("after step 0")
+        page.locator(PANEL).screenshot(path=str(ARTIFACTS / "panel-pipeline-waiting-light.png"))
+        view.screenshot(path=str(ARTIFACTS / "pipeline-view-light.png"))
+        page.screenshot(path=str(ARTIFACTS / "lab-pipeline-light.png"))
+        # Cancelling the first step cancels the waiting one, with the reason shown in the view.
+        assert lab.api("DELETE", f"jobs/{first}").status_code == 200
+        expect(view.locator(".jp-GPUSched-pipelineStep").nth(1)).to_contain_text("CANCELLED", timeout=30_000)
+        expect(view.locator(".jp-GPUSched-pipelineStep").nth(1)).to_contain_text(f"dependency {first}")
+        view.screenshot(path=str(ARTIFACTS / "pipeline-view-cancelled-light.png"))
+    finally:
+        lab.api("DELETE", f"jobs/{first}")

@@ -34,6 +34,7 @@ S = JobState
 # moves the scheduler needs: an admitted job the backend could not start goes back in line,
 # an admitted job can be preempted, lost, failed or cancelled before it runs).
 EXPECTED = {
+    S.WAITING: {S.QUEUED, S.CANCELLED},  # issue 14: released when its dependencies end, or cancelled
     S.QUEUED: {S.ADMITTED, S.CANCELLED, S.FAILED},
     S.ADMITTED: {S.RUNNING, S.QUEUED, S.PREEMPTED, S.LOST, S.FAILED, S.CANCELLED},
     S.RUNNING: {S.SUCCEEDED, S.FAILED, S.CANCELLED, S.PREEMPTED, S.LOST},

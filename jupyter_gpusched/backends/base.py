@@ -30,7 +30,7 @@ import os
 import threading
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -87,6 +87,7 @@ class LaunchRequest:
     allocation: Allocation = ()  # where the core placed it: ((node, (gpu index, ...)), ...)
     attempt: int = 1  # 1, 2, ... ($GPUSCHED_ATTEMPT): the job's checkpoint folder is the same on each
     checkpoint_interval: float | None = None  # what the policy wants ($GPUSCHED_CHECKPOINT_INTERVAL), if any
+    environment: Mapping[str, str] = field(default_factory=dict)  # extra variables, e.g. GPUSCHED_INPUTS
 
 
 UpdateKind = Literal[

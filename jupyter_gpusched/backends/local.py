@@ -389,6 +389,7 @@ class LocalBackend(GracefulPreemption, Backend):
                     "PYTHONUNBUFFERED": "1",  # the log shows progress as it happens
                     "GPUSCHED_JOB_ID": req.job_id,
                     "GPUSCHED_JOB_DIR": str(job_dir),
+                    **req.environment,  # (before the token: a job cannot forge it)
                     TOKEN_ENV: token,
                 }
             )

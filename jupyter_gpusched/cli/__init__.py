@@ -16,6 +16,9 @@ from .budgets import add_parser as add_usage_parser
 from .budgets import usage
 from .commands import SERVER_COMMANDS, TERMINAL, follow
 from .options import add_spec_options
+from .pipelines import add_pipeline_parser, pipeline
+
+SERVER_COMMANDS["pipeline"] = pipeline  # cli/pipelines.py
 
 __all__ = [
     "OneLineErrorParser",
@@ -95,6 +98,7 @@ def build_parser(
     f.add_argument("--json", action="store_true")
 
     add_usage_parser(sub)
+    add_pipeline_parser(sub)
 
     if self_parsing:  # listed for --help; main() hands them their arguments before this parser runs
         for name, help_text in SELF_PARSING_COMMANDS.items():

@@ -32,6 +32,10 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
             )
         elif spec_field.name == "notify":
             parser.add_argument("--notify", dest="notify", action="append", metavar="TARGET", help=spec_field.help)
+        elif spec_field.type is list:  # repeatable: --after ID --after ID
+            parser.add_argument(
+                spec_field.option, dest=spec_field.name, action="append", metavar="ID", help=spec_field.help
+            )
         elif spec_field.type is bool:
             parser.add_argument(
                 spec_field.option, dest=spec_field.name, action="store_true", default=None, help=spec_field.help

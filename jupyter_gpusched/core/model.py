@@ -38,6 +38,7 @@ class Priority(enum.IntEnum):
 
 
 class JobState(str, enum.Enum):
+    WAITING = "WAITING"  # for its dependencies (`JobSpec.after`); not in the queue yet
     QUEUED = "QUEUED"
     ADMITTED = "ADMITTED"
     RUNNING = "RUNNING"
@@ -61,6 +62,7 @@ TERMINAL_STATE_NAMES = frozenset(s.value for s in TERMINAL_STATES)  # as the API
 
 # The lifecycle (DESIGN.md): every other move is illegal.
 ALLOWED_TRANSITIONS: Mapping[JobState, frozenset[JobState]] = {
+    JobState.WAITING: frozenset({JobState.QUEUED, JobState.CANCELLED}),  # released, or a dependency failed
     JobState.QUEUED: frozenset({JobState.ADMITTED, JobState.CANCELLED, JobState.FAILED}),
     JobState.ADMITTED: frozenset(
         {
@@ -124,6 +126,11 @@ class JobSpec:
     # A GPU kernel's reservation (docs/interactive.md): never preempted, runs within its tenant's
     # quota only (borrowed GPUs are reclaimable), capped by the tenant's interactive share.
     interactive: bool = False
+    # Pipelines (core/dependencies.py): it waits (WAITING) until the jobs in `after` have ended; under
+    # "succeeded" a dependency that failed or was cancelled cancels it, under "ended" any end releases it.
+    after: tuple[str, ...] = ()
+    when: str = "succeeded"
+    pipeline_id: str | None = None  # the pipeline it was submitted in, if any
 
     @property
     def runtime_estimate(self) -> float | None:

@@ -14,6 +14,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from .dependencies import WHEN_CHOICES
 from .model import (
     ALLOWED_TRANSITIONS,
     Admit,
@@ -112,6 +113,8 @@ class Scheduler:
             raise SpecError("max_retries", "max_retries must be 0 or more")
         if spec.interactive:
             _validate_interactive(spec, self.ledger.tenant(spec.tenant))
+        if spec.when not in WHEN_CHOICES:
+            raise SpecError("when", f"when must be one of {', '.join(WHEN_CHOICES)}")
 
     def submit(self, spec: JobSpec, now: float, job_id: str | None = None) -> Job:
         self.validate(spec)
@@ -121,8 +124,22 @@ class Scheduler:
             raise ValueError(f"duplicate job id {job.id}")
         self.jobs[job.id] = job
         job.budget_demoted = self.ledger.over_budget.get(job.tenant) == "soft"
+        if spec.after:  # it waits for its dependencies outside the queue (`release`)
+            job.state = JobState.WAITING
+            why = "waiting for " + ", ".join(spec.after)
+            self.events.append(Event(job.id, now, None, JobState.WAITING, why, spec.owner or "user"))
+            return job
         self.queue.push(job)
         self.events.append(Event(job.id, now, None, JobState.QUEUED, "submitted", spec.owner or "user"))
+        return job
+
+    def release(self, job_id: str, now: float, reason: str = "dependencies ended") -> Job:
+        """A WAITING job's dependencies have ended: it enters the queue. Its queue clock (aging, queueing
+        delay) starts now; the wait for its dependencies was not queueing."""
+        job = self.get(job_id)
+        self._move(job, JobState.QUEUED, now, reason)
+        job.submitted_at = now
+        self.queue.push(job)
         return job
 
     def restore(self, job: Job) -> None:

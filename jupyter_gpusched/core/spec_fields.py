@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .dependencies import WHEN_CHOICES
 from .model import Priority
 
 # Most urgent first: the order every menu and error message lists them in.
@@ -21,6 +22,7 @@ MAX_TENANT_CHARS = 255  # the job store's column widths
 MAX_GPU_TYPE_CHARS = 64
 MAX_CPUS = 4096  # a job's cpus ask, per node
 MAX_MEMORY_MIB = 64 * 2**20  # a job's memory ask per node: 64 TiB
+MAX_DEPENDENCIES = 100  # job ids in one job's `after`
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,10 @@ SUBMIT_SPEC: tuple[SpecField, ...] = (
         None,
         help="where word of its end goes: an http(s) webhook URL, mailto:ADDRESS or an apprise URL "
         "(repeatable; default: your settings; docs/notifications.md)",
+    ),
+    SpecField("after", list, None, help="a job id it waits for: it starts after that job ends (repeatable)"),
+    SpecField(
+        "when", str, "succeeded", help="run after dependencies succeeded (default) or ended", choices=WHEN_CHOICES
     ),
 )
 SUBMIT_FIELDS: frozenset[str] = frozenset(f.name for f in SUBMIT_SPEC)

@@ -86,6 +86,10 @@ class GPUSchedHandler(Identity, APIHandler):
             return raw.lower() in TRUE_WORDS
         raise ApiError(400, "wrong_type", f"{name} must be true or false", name)
 
+    def may_see(self, job) -> bool:
+        """Hub isolation: an admin sees every job, a user only their own."""
+        return self.is_admin or job.spec.owner == self.user_name
+
     def job_or_404(self, job_id: str):
         try:
             job = self.service.get(job_id)

@@ -13,6 +13,7 @@ from .handlers.forecast import ForecastHandler
 from .handlers.interactive import KernelKeepHandler, KernelRequestHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobLogHandler, JobOutputHandler, JobsHandler
 from .handlers.notify import NotifySettingsHandler
+from .handlers.pipelines import PipelineHandler, PipelinesHandler
 from .handlers.scaling import ScalingHandler
 from .handlers.upload import UploadHandler
 
@@ -27,6 +28,8 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + job + "/events", JobEventsHandler),
         (api + job + "/log", JobLogHandler),
         (api + job + "/output", JobOutputHandler),
+        (api + "/pipelines", PipelinesHandler),
+        (api + r"/pipelines/(?P<pipeline_id>[A-Za-z0-9_.\-]{1,64})", PipelineHandler),
         (api + "/queues", QueuesHandler),
         (api + "/cluster", ClusterHandler),
         (api + "/usage", UsageHandler),

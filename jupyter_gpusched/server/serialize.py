@@ -9,7 +9,7 @@ from ..service import JobInfo, Service
 from ..service.notify_targets import targets_from_dicts
 from ..service.views import iso
 
-__all__ = ["iso", "job_json"]
+__all__ = ["iso", "job_json", "pipeline_json"]
 
 
 def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
@@ -38,6 +38,9 @@ def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
         "message": info.message if info is not None else "",
         "stalled_since": iso(info.stalled_since) if info is not None else None,
         "waiting_on_data": _waiting_on_data(info),
+        "after": list(s.after),
+        "when": s.when,
+        "pipeline_id": s.pipeline_id,
     }
     if detail:
         out["parameters"] = dict(s.parameters)
@@ -69,3 +72,15 @@ def _waiting_on_data(info: JobInfo | None) -> dict[str, Any] | None:
     if info is None or info.waiting_on_data is None:
         return None
     return {**info.waiting_on_data, "hint": DATA_HINT}
+
+
+def pipeline_json(service: Service, pipeline_id: str, steps: list) -> dict[str, Any]:
+    """A pipeline: its steps (jobs, in step order), the edges between them, and one overall state."""
+    index = {job.id: i for i, job in enumerate(steps)}
+    edges = [[index[dep], i] for i, job in enumerate(steps) for dep in job.spec.after if dep in index]
+    states = {job.state for job in steps}
+    if all(state.terminal for state in states):
+        state = "SUCCEEDED" if states == {JobState.SUCCEEDED} else "FAILED"
+    else:
+        state = "WAITING" if states <= {JobState.WAITING, JobState.QUEUED} else "RUNNING"
+    return {"id": pipeline_id, "state": state, "steps": [job_json(service, j) for j in steps], "edges": edges}

@@ -17,9 +17,17 @@ from typing import Any
 
 import nbformat
 
+from ..core.dependencies import WHEN_CHOICES
 from ..core.parameters import ParametersTooLarge, check_parameters
 from ..core.scheduler import SpecError
-from ..core.spec_fields import MAX_CPUS, MAX_GPU_TYPE_CHARS, MAX_MEMORY_MIB, MAX_RUNTIME_LIMIT, MAX_TENANT_CHARS
+from ..core.spec_fields import (
+    MAX_CPUS,
+    MAX_DEPENDENCIES,
+    MAX_GPU_TYPE_CHARS,
+    MAX_MEMORY_MIB,
+    MAX_RUNTIME_LIMIT,
+    MAX_TENANT_CHARS,
+)
 
 
 class ApiError(Exception):
@@ -50,6 +58,8 @@ SUBMIT_FIELDS = {
     "cpus",
     "memory",
     "notify",
+    "after",
+    "when",
 }
 MAX_RETRIES_LIMIT = 10
 MAX_SUBMIT_BYTES = 1024 * 1024  # a submit body; its parameters may be 64 KiB (core/parameters.py)
@@ -166,7 +176,21 @@ def parse_submit(body: dict[str, Any]) -> dict[str, Any]:
         "cpus": _cpus(body),
         "memory": _int(body, "memory", 0, 0, MAX_MEMORY_MIB),
         "notify": body.get("notify"),  # checked by the service (service/notify_targets.py): 400 on bad targets
+        **_dependencies(body),
     }
+
+
+def _dependencies(body: dict[str, Any]) -> dict[str, Any]:
+    """`after` (job ids) and `when`; whether those jobs exist and are yours is the handler's check."""
+    after = body.get("after") or []
+    if not isinstance(after, list) or not all(isinstance(a, str) and 0 < len(a) <= 64 for a in after):
+        raise _wrong_type("after", "a list of job ids", after)
+    if len(after) > MAX_DEPENDENCIES:
+        raise ApiError(400, "invalid_value", f"after may name at most {MAX_DEPENDENCIES} jobs", "after")
+    when = body.get("when", "succeeded")
+    if when not in WHEN_CHOICES:
+        raise ApiError(400, "invalid_value", f"when must be one of {', '.join(WHEN_CHOICES)}", "when")
+    return {"after": list(dict.fromkeys(after)), "when": when}
 
 
 def _cpus(body: dict[str, Any]) -> float:

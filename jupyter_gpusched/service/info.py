@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from ..core import JobSpec
+
 
 @dataclass
 class JobInfo:
@@ -37,3 +39,12 @@ class JobInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A checked job about to be submitted, with what its JobInfo starts with."""
+
+    spec: JobSpec
+    stall_timeout: float | None = None
+    notify: tuple[dict[str, Any], ...] = ()  # its notification targets (Target.to_dict)

@@ -25,8 +25,7 @@ import asyncio
 import logging
 import math
 import time
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,11 +54,12 @@ from ..store import Store
 from .advisor import Advisor, ScalingSettings
 from .budgets import Budgets
 from .forecasting import Forecasts
-from .info import JobInfo
+from .info import JobInfo, Submission
 from .interactive import release_after_restart
 from .kills import Gpu, Kills
 from .notify import NotifySettings
 from .notify_jobs import JobNotices
+from .pipelines import Pipelines, new_job_id
 from .prometheus import PrometheusSource
 from .recovery import FINISHED, LOST, NOT_STARTED, SchedulerStandby, settle, standby_message
 from .serverlog import log_into
@@ -102,7 +102,7 @@ def _gpus(job: Job) -> tuple[Gpu, ...]:
     return tuple((node, g) for node, ids in job.allocation for g in ids)
 
 
-class Service(ServiceViews):
+class Service(ServiceViews, Pipelines):
     def __init__(self, config: ServiceConfig, backend: Backend, clock: Callable[[], float] = time.time):
         self.config = config
         self.backend = backend
@@ -288,6 +288,8 @@ class Service(ServiceViews):
             touched[jid] = s.lost(jid, now, "no heartbeat from the runner")
         for job in self._requeue_paused(now):
             touched[job.id] = job
+        for job in self.settle_dependencies(now):  # WAITING jobs whose dependencies ended (pipelines.py)
+            touched[job.id] = job
         for job in self._watch_stalls(now):
             touched[job.id] = job
         self._reap_zombies()
@@ -464,6 +466,7 @@ class Service(ServiceViews):
                     allocation=job.allocation,
                     attempt=max(1, job.attempts),
                     checkpoint_interval=self._checkpoint_interval(job, now),
+                    environment=self.inputs_environment(job),
                 )
             )
         except LaunchRefused as exc:
@@ -531,7 +534,19 @@ class Service(ServiceViews):
     def tenant_for(self, user: str, requested: str | None) -> str:
         return requested or self.config.user_tenants.get(user) or self.config.default_tenant
 
-    def submit(
+    def submit(self, **fields: Any) -> Job:
+        """Validate, queue (or, with `after`, hold WAITING) and durably record a job. Raises SpecError on bad
+        input. `fields` are `checked`'s."""
+        return self.enter([self.checked(**fields)])[0]
+
+    def checked(self, *, stall_timeout: float | None = None, notify: Any = None, **fields: Any) -> Submission:
+        """A checked job spec with what the service keeps beside it (SpecError on bad input); nothing is
+        submitted yet. `notify`: the job's targets (None: its owner's defaults; [] none)."""
+        spec = self.job_spec(**fields)
+        targets = self.notices.targets_for(notify, spec.owner or "", spec.tenant)
+        return Submission(spec, stall_timeout, tuple(t.to_dict() for t in targets))
+
+    def job_spec(
         self,
         *,
         notebook: str,
@@ -544,13 +559,14 @@ class Service(ServiceViews):
         preemptible: bool = False,
         max_retries: int = 2,
         gpu_type: str | None = None,
-        stall_timeout: float | None = None,
         cpus: float = 0.0,
         memory: int = 0,
-        notify: Any = None,
         interactive: bool = False,
-    ) -> Job:
-        """Validate, queue and durably record a job. Raises SpecError on bad input."""
+        after: Sequence[str] = (),
+        when: str = "succeeded",
+        pipeline_id: str | None = None,
+    ) -> JobSpec:
+        """A checked job spec (SpecError on bad input); nothing is submitted yet."""
         self.require_owner()
         try:
             prio = Priority.parse(priority)
@@ -571,20 +587,33 @@ class Service(ServiceViews):
             cpus=cpus,
             memory=memory,
             interactive=interactive,
+            after=tuple(after),
+            when=when,
+            pipeline_id=pipeline_id,
         )
         self.scheduler.validate(spec)
-        targets = self.notices.targets_for(notify, owner, spec.tenant)
         try:  # e.g. the Kubernetes API server's own validation (a dry run), so its message reaches the user
             if not interactive:  # a kernel's reservation runs no notebook
                 self.backend.check(spec, (self.config.root_dir / notebook).resolve(), spec.parameters)
         except BackendError as exc:
             raise SpecError(getattr(exc, "field", None) or "spec", str(exc)) from None
-        job = self.scheduler.submit(spec, self.clock(), job_id=uuid.uuid4().hex[:12])
-        self.info[job.id] = JobInfo(job_dir=str(self.jobs_dir / job.id), stall_timeout=stall_timeout)
-        self.info[job.id].notify = [t.to_dict() for t in targets]
-        self._persist([job])
+        return spec
+
+    def enter(self, submissions: Sequence[Submission], ids: Sequence[str] = ()) -> list[Job]:
+        """Submit checked jobs together and record them in one transaction.
+        `ids`: the job ids to use (a pipeline's steps name each other); new ones by default."""
+        self.require_owner()
+        now = self.clock()
+        jobs = []
+        for i, sub in enumerate(submissions):
+            job = self.scheduler.submit(sub.spec, now, job_id=ids[i] if ids else new_job_id())
+            info = JobInfo(job_dir=str(self.jobs_dir / job.id), stall_timeout=sub.stall_timeout)
+            info.notify = list(sub.notify)
+            self.info[job.id] = info
+            jobs.append(job)
+        self._persist(jobs + self.settle_dependencies(now))  # a dependency that already ended counts at once
         self.kick()
-        return job
+        return jobs
 
     def cancel(self, job_id: str, actor: str) -> Job:
         self.require_owner()

@@ -60,6 +60,9 @@ class JobRow(Base):
     cpus: Mapped[float | None] = mapped_column(Float, nullable=True)  # (added later: null in older stores)
     memory: Mapped[int | None] = mapped_column(Integer, nullable=True)
     interactive: Mapped[bool | None] = mapped_column(Boolean, nullable=True)  # a GPU kernel's request (added later)
+    after: Mapped[list | None] = mapped_column(JSON, nullable=True)  # pipelines (core/dependencies.py)
+    when: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    pipeline_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     state: Mapped[str] = mapped_column(String(16), index=True)
     reason: Mapped[str] = mapped_column(Text, default="")
     submitted_at: Mapped[float] = mapped_column(Float)
@@ -165,6 +168,9 @@ def _job_values(job: Job, info: Mapping[str, Any] | None) -> dict[str, Any]:
         cpus=s.cpus,
         memory=s.memory,
         interactive=s.interactive,
+        after=list(s.after),
+        when=s.when,
+        pipeline_id=s.pipeline_id,
         state=job.state.value,
         reason=job.reason,
         submitted_at=job.submitted_at,
@@ -201,6 +207,9 @@ def _job_from_row(row: JobRow) -> Job:
         cpus=row.cpus or 0.0,
         memory=row.memory or 0,
         interactive=bool(row.interactive),
+        after=tuple(row.after or ()),
+        when=row.when or "succeeded",
+        pipeline_id=row.pipeline_id,
     )
     return Job(
         id=row.id,

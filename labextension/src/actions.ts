@@ -27,6 +27,7 @@ import { downloadText, NotebookView } from './components/NotebookView';
 import { notebookName, outputFileName, shortId } from './format';
 import { buildSubmit, resubmitBody, SubmitFormModel } from './form';
 import { JobsModel } from './model';
+import { openPipelineView } from './pipelines';
 import {
   ICellLike,
   IParameterRow,
@@ -125,6 +126,13 @@ export class JobActions implements IJobActions {
       shell.add(widget, 'main', { mode: 'split-bottom' });
     }
     shell.activateById(widget.id);
+  }
+
+  /** Show the steps of the pipeline the job belongs to (pipelines.ts). */
+  async openPipeline(job: IJob): Promise<void> {
+    if (job.pipeline_id) {
+      openPipelineView(this._app, this._api, job.pipeline_id);
+    }
   }
 
   /**

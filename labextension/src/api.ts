@@ -18,6 +18,7 @@ import {
   IJobSubmit,
   ILogChunk,
   IMe,
+  IPipeline,
   IQueues
 } from './tokens';
 
@@ -208,6 +209,22 @@ export class GPUSchedAPI {
       body: toJSONText(spec), // keeps `3.0` a float for the notebook
       headers: { 'Content-Type': 'application/json' }
     });
+  }
+
+  /** Submit a pipeline: steps (submit bodies) and edges [from, to] (docs/pipelines.md). */
+  submitPipeline(body: {
+    steps: IJobSubmit[];
+    edges: number[][];
+  }): Promise<IPipeline> {
+    return this.requestJSON<IPipeline>(['pipelines'], {
+      method: 'POST',
+      body: toJSONText(body),
+      headers: { 'Content-Type': 'application/json' }
+    });
+  }
+
+  getPipeline(id: string): Promise<IPipeline> {
+    return this.requestJSON<IPipeline>(['pipelines', id]);
   }
 
   cancel(id: string): Promise<IJobDetail> {

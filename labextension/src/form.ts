@@ -124,7 +124,10 @@ export function resubmitBody(d: IJobDetail): IJobSubmit {
     gpu_type: d.gpu_type,
     stall_timeout: d.stall_timeout,
     cpus: d.cpus,
-    memory: d.memory
+    memory: d.memory,
+    // as asked: dependencies that have ended count at once (docs/pipelines.md)
+    after: d.after,
+    when: d.when
   };
 }
 

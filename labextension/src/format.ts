@@ -129,6 +129,8 @@ export interface IMyCounts {
   starting: number;
   /** Running. */
   running: number;
+  /** WAITING for their dependencies (pipelines); not yet in the queue. */
+  waiting?: number;
 }
 
 /**
@@ -147,6 +149,9 @@ export function statusText(
     counts.push(`${mine.starting} starting`);
   }
   counts.push(`${mine.queued} queued`);
+  if (mine.waiting) {
+    counts.push(`${mine.waiting} waiting`);
+  }
   const gpus = cluster
     ? ` · ${cluster.free_gpus}/${cluster.total_gpus} GPUs free`
     : '';

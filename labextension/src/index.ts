@@ -22,6 +22,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { JobActions } from './actions';
 import { GPUSchedAPI } from './api';
 import { addCommands } from './commands';
+import { addPipelineCommands } from './pipelines';
 import { GPUSchedPanel } from './components/Panel';
 import { GPUSchedStatus } from './components/StatusItem';
 import { notebookName, shortId } from './format';
@@ -102,6 +103,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       browserFactory,
       palette
     });
+    addPipelineCommands(app, api, model, browserFactory);
 
     if (statusBar) {
       const item = new GPUSchedStatus(model, () =>

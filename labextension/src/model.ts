@@ -246,7 +246,16 @@ export class JobsModel implements IDisposable {
       this._me = me;
       this._details = details;
       this._states = states;
-      this._mine = { running, starting, queued };
+      // Mine waiting for dependencies, from the loaded page (they hold no place in any queue).
+      const waitingDeps = list.jobs.filter(
+        j => j.state === 'WAITING' && (!me || j.owner === me.name)
+      ).length;
+      this._mine = {
+        running,
+        starting,
+        queued,
+        ...(waitingDeps ? { waiting: waitingDeps } : {})
+      };
       this._error = null;
       this._loaded = true;
       if (moves.length) {

@@ -5,6 +5,7 @@
 
 /** Every state a job can be in. */
 export type JobState =
+  | 'WAITING'
   | 'QUEUED'
   | 'ADMITTED'
   | 'RUNNING'
@@ -27,6 +28,9 @@ export const WAITING_STATES: ReadonlySet<JobState> = new Set<JobState>([
   'PREEMPTED',
   'LOST'
 ]);
+
+/** Waiting for its dependencies (`after`), outside the queue (docs/pipelines.md). */
+export const DEPENDENCY_STATE: JobState = 'WAITING';
 
 /** States that hold GPUs (shown as "running" in the status bar). */
 export const RUNNING_STATES: ReadonlySet<JobState> = new Set<JobState>([
@@ -66,6 +70,19 @@ export interface IJob {
   waiting_on_data: IDataWait | null;
   /** A GPU kernel's reservation, not a notebook run (docs/interactive.md). */
   interactive?: boolean;
+  /** Ids of the jobs it waits for (docs/pipelines.md). */
+  after: string[];
+  when: 'succeeded' | 'ended';
+  /** The pipeline it was submitted in, if any. */
+  pipeline_id: string | null;
+}
+
+/** `GET gpusched/api/pipelines/{id}`: the steps (jobs, in step order) and the edges [from, to]. */
+export interface IPipeline {
+  id: string;
+  state: 'WAITING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED';
+  steps: IJob[];
+  edges: number[][];
 }
 
 /** `IJob.waiting_on_data`: GPU utilisation (%), CPU cores, storage MiB/s, and what may help. */
@@ -119,6 +136,8 @@ export interface IJobSubmit {
   stall_timeout?: number | null;
   cpus?: number;
   memory?: number;
+  after?: string[];
+  when?: 'succeeded' | 'ended';
 }
 
 /** The fields of `IJobSubmit`, in the API's order (held equal to openapi.yaml by a test). */
@@ -134,7 +153,9 @@ export const SUBMIT_FIELDS: ReadonlyArray<keyof IJobSubmit> = [
   'gpu_type',
   'stall_timeout',
   'cpus',
-  'memory'
+  'memory',
+  'after',
+  'when'
 ];
 
 export interface IJobList {
@@ -244,4 +265,6 @@ export namespace CommandIDs {
   /** The same for the file selected in the file browser (context menu). */
   export const submitFile = 'gpusched:submit-file';
   export const refresh = 'gpusched:refresh';
+  /** Post the pipeline file (JSON: steps and edges) selected in the file browser. */
+  export const runPipelineFile = 'gpusched:run-pipeline-file';
 }

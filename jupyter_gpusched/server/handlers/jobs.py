@@ -48,18 +48,25 @@ class JobsHandler(GPUSchedHandler):
     @authorized
     @api_errors
     async def post(self):
-        args = parse_submit(parse_json_object(self.request.body))
-        pools = self.service.scheduler.cluster.pools.values()
-        check_gpu_type(args["gpu_type"], {p.gpu_type for p in pools if p.gpu_type})
-        root = self.notebook_root()
-        args["notebook"] = resolve_notebook(root, args["notebook"])
-        if self.multi_user:  # the service has no single root: keep the full path in the user's folder
-            args["notebook"] = str(root.resolve() / args["notebook"])
-        args["tenant"] = self.check_tenant(args["tenant"])
+        args = submit_args(self, parse_json_object(self.request.body))
+        self.service.check_dependencies(args["after"], self.may_see)
         job = self.service.submit(owner=self.user_name, **args)
         self.set_status(201)
         self.set_header("Location", url_path_join(self.base_url, "gpusched/api/jobs", job.id))
         self.finish(job_json(self.service, job, detail=True))
+
+
+def submit_args(handler: GPUSchedHandler, body: dict) -> dict:
+    """A submit body checked and resolved for the caller (notebook path, tenant): Service.submit's arguments."""
+    args = parse_submit(body)
+    pools = handler.service.scheduler.cluster.pools.values()
+    check_gpu_type(args["gpu_type"], {p.gpu_type for p in pools if p.gpu_type})
+    root = handler.notebook_root()
+    args["notebook"] = resolve_notebook(root, args["notebook"])
+    if handler.multi_user:  # the service has no single root: keep the full path in the user's folder
+        args["notebook"] = str(root.resolve() / args["notebook"])
+    args["tenant"] = handler.check_tenant(args["tenant"])
+    return args
 
 
 class JobHandler(GPUSchedHandler):

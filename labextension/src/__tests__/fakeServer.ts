@@ -109,6 +109,9 @@ export function makeJob(
     message: '',
     stalled_since: null,
     waiting_on_data: null,
+    after: [],
+    when: 'succeeded',
+    pipeline_id: null,
     ...extra
   };
 }

@@ -51,3 +51,14 @@ describe('hasOutput', () => {
     expect(hasOutput({ state: 'QUEUED', progress: null })).toBe(false);
   });
 });
+
+describe('pipelines in the status bar', () => {
+  it('counts my jobs waiting for their dependencies apart from the queued ones', () => {
+    expect(
+      statusText({ running: 1, starting: 0, queued: 2, waiting: 3 }, null)
+    ).toBe('GPU jobs: 1 running, 2 queued, 3 waiting');
+    expect(statusText({ running: 0, starting: 0, queued: 0 }, null)).toBe(
+      'GPU jobs: 0 running, 0 queued'
+    );
+  });
+});

@@ -19,6 +19,8 @@ export interface IJobActions {
   openLog(job: IJob): Promise<void>;
   openOutput(job: IJob): Promise<void>;
   resubmit(job: IJob): Promise<void>;
+  /** Show the pipeline the job belongs to (docs/pipelines.md). */
+  openPipeline?(job: IJob): Promise<void>;
 }
 
 export interface IJobListProps {
@@ -38,7 +40,7 @@ export function JobList(props: IJobListProps): JSX.Element {
       return next;
     });
     try {
-      await props.actions[what](job);
+      await props.actions[what]?.(job);
     } catch (err) {
       setErrors(e => ({
         ...e,
@@ -88,6 +90,11 @@ export function JobList(props: IJobListProps): JSX.Element {
                   onLog={run(job, 'openLog')}
                   onOutput={run(job, 'openOutput')}
                   onResubmit={run(job, 'resubmit')}
+                  onPipeline={
+                    job.pipeline_id && props.actions.openPipeline
+                      ? run(job, 'openPipeline')
+                      : undefined
+                  }
                 />
               ))}
             </ul>
@@ -107,6 +114,8 @@ interface IJobItemProps {
   onLog: () => void;
   onOutput: () => void;
   onResubmit: () => void;
+  /** Shown for a job in a pipeline. */
+  onPipeline?: () => void;
 }
 
 function JobItem(props: IJobItemProps): JSX.Element {
@@ -118,6 +127,9 @@ function JobItem(props: IJobItemProps): JSX.Element {
   const progress = job.progress;
   const label = `${name} (${shortId(job.id)})`;
   const lines: string[] = [];
+  if (job.state === 'WAITING' && job.after?.length) {
+    lines.push(`waits for ${job.after.map(shortId).join(', ')}`);
+  }
   if (job.state === 'QUEUED' && detail) {
     if (detail.position !== null && detail.position !== undefined) {
       lines.push(`#${detail.position + 1} in line`);
@@ -212,6 +224,19 @@ function JobItem(props: IJobItemProps): JSX.Element {
             aria-label={`Output (executed notebook) of ${label}`}
           >
             Output
+          </Button>
+        )}
+        {props.onPipeline && (
+          <Button
+            type="button"
+            minimal
+            small
+            className="jp-GPUSched-secondary"
+            disabled={props.busy}
+            onClick={props.onPipeline}
+            aria-label={`Pipeline of ${label}`}
+          >
+            Pipeline
           </Button>
         )}
         {ended && (
