@@ -121,6 +121,7 @@ class JobSpec:
     # and memory (NodeSpec) hold a job to them; the local backend does.
     cpus: float = 0.0
     memory: int = 0  # MiB
+    schedule_id: str | None = None  # the recurring schedule this run belongs to (service/schedules.py)
 
     @property
     def runtime_estimate(self) -> float | None:

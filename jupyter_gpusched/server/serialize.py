@@ -36,6 +36,7 @@ def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
         "message": info.message if info is not None else "",
         "stalled_since": iso(info.stalled_since) if info is not None else None,
         "waiting_on_data": _waiting_on_data(info),
+        "schedule_id": s.schedule_id,
     }
     if detail:
         out["parameters"] = dict(s.parameters)

@@ -54,6 +54,7 @@ from .forecasting import Forecasts
 from .info import JobInfo
 from .kills import Gpu, Kills
 from .prometheus import PrometheusSource
+from .schedules import Schedules
 from .recovery import FINISHED, LOST, NOT_STARTED, SchedulerStandby, settle, standby_message
 from .serverlog import log_into
 from .stalls import StallSettings, StallWatch
@@ -129,6 +130,7 @@ class Service(ServiceViews):
         self.forecasts = Forecasts(self.usage, clock, lambda: self.scheduler.ledger.tenants, config.prometheus)
         self.advisor = Advisor(self.scheduler, self.forecasts, clock, config.scaling, getattr(backend, "elastic", True))
         self.stalls = StallWatch(config.stalls, clock)
+        self.schedules = Schedules(self, clock)
         self._requeue_at: dict[str, tuple[float, int, str]] = {}  # after a failed launch: (when, attempt, why)
         self._waiting_launch: dict[str, int] = {}  # job id -> attempt: admitted onto GPUs a kill still holds
         self._last_usage_minute: int | None = None
@@ -244,6 +246,7 @@ class Service(ServiceViews):
             self._stand_by()
             return
         now = self.clock()
+        self.schedules.fire_due(now)  # first: each run is submitted (and persisted) on its own
         s = self.scheduler
         touched: dict[str, Job] = {}
         for update in self.backend.poll():
@@ -501,6 +504,8 @@ class Service(ServiceViews):
         stall_timeout: float | None = None,
         cpus: float = 0.0,
         memory: int = 0,
+        schedule_id: str | None = None,
+        job_id: str | None = None,
     ) -> Job:
         """Validate, queue and durably record a job. Raises SpecError on bad input."""
         self.require_owner()
@@ -522,13 +527,14 @@ class Service(ServiceViews):
             est_runtime=None,
             cpus=cpus,
             memory=memory,
+            schedule_id=schedule_id,
         )
         self.scheduler.validate(spec)
         try:  # e.g. the Kubernetes API server's own validation (a dry run), so its message reaches the user
             self.backend.check(spec, (self.config.root_dir / notebook).resolve(), spec.parameters)
         except BackendError as exc:
             raise SpecError(getattr(exc, "field", None) or "spec", str(exc)) from None
-        job = self.scheduler.submit(spec, self.clock(), job_id=uuid.uuid4().hex[:12])
+        job = self.scheduler.submit(spec, self.clock(), job_id=job_id or uuid.uuid4().hex[:12])
         self.info[job.id] = JobInfo(job_dir=str(self.jobs_dir / job.id), stall_timeout=stall_timeout)
         self._persist([job])
         self.kick()

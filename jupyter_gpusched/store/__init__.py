@@ -33,6 +33,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from ..core.model import Event, Job, JobSpec, JobState, Priority
 from .ownership import lock_for
+from .schedules import ScheduleStore
 
 SCHEMA_VERSION = 1
 
@@ -59,6 +60,7 @@ class JobRow(Base):
     checkpoint_interval: Mapped[float | None] = mapped_column(Float, nullable=True)
     cpus: Mapped[float | None] = mapped_column(Float, nullable=True)  # (added later: null in older stores)
     memory: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    schedule_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     state: Mapped[str] = mapped_column(String(16), index=True)
     reason: Mapped[str] = mapped_column(Text, default="")
     submitted_at: Mapped[float] = mapped_column(Float)
@@ -141,6 +143,7 @@ def _job_values(job: Job, info: Mapping[str, Any] | None) -> dict[str, Any]:
         checkpoint_interval=s.checkpoint_interval,
         cpus=s.cpus,
         memory=s.memory,
+        schedule_id=s.schedule_id,
         state=job.state.value,
         reason=job.reason,
         submitted_at=job.submitted_at,
@@ -176,6 +179,7 @@ def _job_from_row(row: JobRow) -> Job:
         checkpoint_interval=row.checkpoint_interval,
         cpus=row.cpus or 0.0,
         memory=row.memory or 0,
+        schedule_id=row.schedule_id,
     )
     return Job(
         id=row.id,
@@ -228,6 +232,7 @@ class Store:
             if db.get(MetaRow, "schema_version") is None:
                 db.add(MetaRow(key="schema_version", value=str(SCHEMA_VERSION)))
         self._lock: Any = None
+        self.schedules = ScheduleStore(self.engine)  # recurring schedules, in the same database
 
     # --- ownership: one scheduler per store -----------------------------------------------
     def claim(self, data_dir: str | Path | None = None) -> bool:
