@@ -117,7 +117,9 @@ def test_runs_missed_while_down_follow_catch_up(tmp_path, catch_up):
     clock = Clock()
     make_notebook(tmp_path / "root" / "nb.ipynb", "1 + 1")
     service = new_service(tmp_path, clock)
-    row = service.schedules.create(owner="me", notebook="nb.ipynb", cron="*/2 * * * *", catch_up=catch_up)
+    row = service.schedules.create(
+        owner="me", notebook="nb.ipynb", cron="*/2 * * * *", catch_up=catch_up, overlap="queue"
+    )
     stop(service)
     clock.advance(10 * 60)  # down for 10 minutes: 5 scheduled times missed
     service = new_service(tmp_path, clock)
