@@ -14,6 +14,9 @@ from typing import NoReturn, TextIO
 from ..client import Client, GPUSchedError
 from .commands import SERVER_COMMANDS, TERMINAL, follow
 from .options import add_spec_options
+from .schedules import add_schedule_parser, schedule
+
+SERVER_COMMANDS["schedule"] = schedule  # its own module (it has subcommands)
 
 __all__ = [
     "OneLineErrorParser",
@@ -90,6 +93,8 @@ def build_parser(
     )
     f.add_argument("--minutes", type=int, default=24 * 60, help="history window (default: a day)")
     f.add_argument("--json", action="store_true")
+
+    add_schedule_parser(sub)
 
     if self_parsing:  # listed for --help; main() hands them their arguments before this parser runs
         for name, help_text in SELF_PARSING_COMMANDS.items():

@@ -54,8 +54,8 @@ from .forecasting import Forecasts
 from .info import JobInfo
 from .kills import Gpu, Kills
 from .prometheus import PrometheusSource
-from .schedules import Schedules
 from .recovery import FINISHED, LOST, NOT_STARTED, SchedulerStandby, settle, standby_message
+from .schedules import Schedules
 from .serverlog import log_into
 from .stalls import StallSettings, StallWatch
 from .views import ServiceViews
