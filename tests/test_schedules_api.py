@@ -96,3 +96,20 @@ async def test_preview_describes_the_cron_and_its_next_runs(api):
     assert len(preview["next_runs"]) == 5
     code, err = await api("GET", "schedules/preview", cron="nope")
     assert code == 400 and err["field"] == "cron"
+
+
+async def test_the_forecast_knows_the_scheduled_runs_of_the_horizon(api, jp_root_dir):
+    make_notebook(jp_root_dir / "nb.ipynb", "1 + 1")
+    body = {"notebook": "nb.ipynb", "cron": "0 * * * *", "gpus": 2, "max_runtime": 1800}
+    assert (await api("POST", "schedules", body))[0] == 201
+    paused = dict(body, cron="30 * * * *", paused=True)  # a paused schedule is no demand
+    assert (await api("POST", "schedules", paused))[0] == 201
+    code, fc = await api("GET", "forecast", horizon="600")
+    assert code == 200, fc
+    known = fc["scheduled"]
+    assert known["step_s"] == 600 and len(known["times"]) == 60
+    assert len(known["runs"]) == 10 and {r["gpus"] for r in known["runs"]} == {2}
+    series = known["gpus"]["default"]
+    first = next(i for i, t in enumerate(known["times"]) if t[14:16] == "00")  # the first whole hour's bucket
+    assert series[first : first + 3] == [2, 2, 2] and series[first + 3 : first + 6] == [0, 0, 0]  # 30 min each
+    assert sum(series) <= 10 * 3 * 2 and max(series) == 2

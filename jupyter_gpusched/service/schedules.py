@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import Job, SpecError
 from ..core.cron import check_cron, latest_due, next_runs, runs_after, zone
 from .errors import InvalidArgument, NotFound
+from .views import iso
 
 if TYPE_CHECKING:  # pragma: no cover
     from .loop import Service
@@ -214,6 +216,27 @@ class Schedules:
                 gpus = row["job"].get("gpus", 1)
                 out.append(dict(time=when, schedule=row["id"], tenant=tenant, gpus=gpus, seconds=expected))
         return sorted(out, key=lambda r: r["time"])
+
+    def known_demand(self, now: float, horizon: float, step: float, tenant: str | None = None) -> dict[str, Any]:
+        """The GPUs the scheduled runs of (now, now + horizon] will ask for, per tenant, per `step`-second
+        bucket from the current one: each run counts its GPUs in every bucket from its scheduled time for
+        its expected length (max_runtime, else DEFAULT_RUN_S). Queueing delay is not modelled."""
+        first = int(now // step)
+        buckets = max(1, int(horizon // step))
+        gpus: dict[str, list[int]] = {}
+        runs = [r for r in self.upcoming(now, horizon) if tenant is None or r["tenant"] == tenant]
+        for run in runs:
+            row = gpus.setdefault(run["tenant"], [0] * buckets)
+            start = int(run["time"] // step) - first
+            end = math.ceil((run["time"] + run["seconds"]) / step) - 1 - first  # the last bucket it reaches into
+            for b in range(max(start, 0), min(end, buckets - 1) + 1):
+                row[b] += run["gpus"]
+        return {
+            "step_s": step,
+            "times": [iso((first + b) * step) for b in range(buckets)],
+            "gpus": gpus,
+            "runs": [dict(r, time=iso(r["time"])) for r in runs],
+        }
 
     # --- helpers -------------------------------------------------------------------------------
     @staticmethod
