@@ -204,7 +204,7 @@ class Schedules:
     def upcoming(self, now: float, horizon: float) -> list[dict[str, Any]]:
         """The runs due in (now, now + horizon]: time, schedule, tenant, gpus, expected seconds
         (max_runtime, else DEFAULT_RUN_S)."""
-        out = []
+        out: list[dict[str, Any]] = []
         for row in self.store.all():
             if row["paused"]:
                 continue
