@@ -64,6 +64,8 @@ export interface IJob {
   stalled_since: string | null;
   /** Its GPUs nearly idle while its processes were busy on CPU or storage I/O, with the figures. */
   waiting_on_data: IDataWait | null;
+  /** The recurring schedule this job is a run of (docs/schedules.md), or null. */
+  schedule_id: string | null;
 }
 
 /** `IJob.waiting_on_data`: GPU utilisation (%), CPU cores, storage MiB/s, and what may help. */

@@ -109,6 +109,7 @@ export function makeJob(
     message: '',
     stalled_since: null,
     waiting_on_data: null,
+    schedule_id: null,
     ...extra
   };
 }

@@ -23,6 +23,7 @@ const detail: IJobDetail = {
   message: '',
   stalled_since: null,
   waiting_on_data: null,
+  schedule_id: null,
   parameters: { lr: 0.1 },
   max_retries: 0,
   gpu_type: 'A100',
