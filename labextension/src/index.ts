@@ -22,6 +22,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { JobActions } from './actions';
 import { GPUSchedAPI } from './api';
 import { addCommands } from './commands';
+import { SchedulesModel } from './components/Schedules';
 import { GPUSchedPanel } from './components/Panel';
 import { GPUSchedStatus } from './components/StatusItem';
 import { notebookName, shortId } from './format';
@@ -84,7 +85,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       form,
       actions,
       onSubmit: () => void actions.submit(),
-      onNotebookChange: path => void actions.fillForm(path)
+      onNotebookChange: path => void actions.fillForm(path),
+      schedules: new SchedulesModel(api)
     });
     app.shell.add(panel, 'left', { rank: 600 });
     if (restorer) {
