@@ -270,3 +270,30 @@ class Client:
             if exc.status == 404 and exc.error == "not_found" and exc.field is None:
                 return None
             raise
+
+    # --- recurring schedules (docs/schedules.md) -------------------------------------------------
+    def add_schedule(self, notebook: str, cron: str, timezone: str = "UTC", **fields: Any) -> dict[str, Any]:
+        """A schedule running `notebook` at each `cron` time in `timezone`; `fields`: job-spec fields and
+        the schedule's rules (paused, overlap, catch_up), None meaning the server's default."""
+        body = {"notebook": self.server_path(notebook), "cron": cron, "timezone": timezone}
+        body.update({k: v for k, v in fields.items() if v is not None})
+        return self._request("POST", "schedules", json=body).json()
+
+    def schedules(self, mine: bool = False) -> list[dict[str, Any]]:
+        return self._request("GET", "schedules", params={"mine": "true"} if mine else {}).json()["schedules"]
+
+    def schedule(self, schedule_id: str) -> dict[str, Any]:
+        return self._request("GET", f"schedules/{quote(schedule_id, safe='')}").json()
+
+    def update_schedule(self, schedule_id: str, **changes: Any) -> dict[str, Any]:
+        """Pause (paused=True), resume (paused=False) or edit a schedule."""
+        return self._request("PATCH", f"schedules/{quote(schedule_id, safe='')}", json=changes).json()
+
+    def delete_schedule(self, schedule_id: str) -> dict[str, Any]:
+        return self._request("DELETE", f"schedules/{quote(schedule_id, safe='')}").json()
+
+    def schedule_jobs(self, schedule_id: str) -> list[dict[str, Any]]:
+        return self._request("GET", f"schedules/{quote(schedule_id, safe='')}/jobs").json()["jobs"]
+
+    def schedule_preview(self, cron: str, timezone: str = "UTC") -> dict[str, Any]:
+        return self._request("GET", "schedules/preview", params={"cron": cron, "timezone": timezone}).json()

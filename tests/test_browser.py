@@ -491,3 +491,28 @@ def test_a_waiting_pipeline_step_shows_its_badge_and_the_pipeline_view(page: Pag
         view.screenshot(path=str(ARTIFACTS / "pipeline-view-cancelled-light.png"))
     finally:
         lab.api("DELETE", f"jobs/{first}")
+
+
+def test_schedule_from_the_form_then_pause_it(page: Page, lab: Lab):
+    open_panel(page)
+    form = page.locator(FORM)
+    form.get_by_label("Notebook").fill("train.ipynb")
+    form.get_by_label("GPUs").fill("1")
+    page.locator(PANEL).get_by_role("button", name="Schedule…").click()
+    page.get_by_label("Cron (min hour day month weekday)").fill("0 2 * * *")
+    page.get_by_label("Time zone").fill("Europe/Berlin")
+    preview = page.locator(".jp-GPUSched-schedulePreview")
+    expect(preview).to_contain_text("At 02:00 AM (Europe/Berlin time), next: ")
+    page.get_by_role("button", name="Create schedule").click()
+    row = page.locator(f"{PANEL} li.jp-GPUSched-scheduleRow")
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text("train.ipynb")
+    expect(row).to_contain_text("0 2 * * *")
+    expect(row).to_contain_text("Next: ")
+    sid = row.get_attribute("data-schedule-id")
+    page.locator(PANEL).screenshot(path=str(ARTIFACTS / "panel-schedules-light.png"))
+    row.get_by_role("button", name="Pause").click()
+    expect(row).to_contain_text("Paused")
+    assert lab.api("GET", f"schedules/{sid}").json()["paused"] is True
+    page.locator(PANEL).screenshot(path=str(ARTIFACTS / "panel-schedules-paused-light.png"))
+    lab.api("DELETE", f"schedules/{sid}")

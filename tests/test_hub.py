@@ -148,6 +148,34 @@ def test_a_user_cannot_see_or_touch_another_users_jobs(as_user, hub):
     assert code == 200 and detail["owner"] == "alice"
 
 
+def test_a_user_cannot_see_or_touch_another_users_schedules(as_user, hub):
+    alice, bob, admin = as_user["alice"], as_user["bob"], as_user["admin"]
+    code, sched = alice.json("POST", "api/schedules", json={"notebook": "quick.ipynb", "cron": "0 2 * * *"})
+    assert code == 201, sched
+    assert sched["owner"] == "alice" and sched["tenant"] == "vision"
+    assert sched["notebook"] == str((hub.home("alice") / "quick.ipynb").resolve())
+    sid = sched["id"]
+    code, listing = bob.json("GET", "api/schedules")
+    assert code == 200 and sid not in [s["id"] for s in listing["schedules"]]
+    for method, path, body in [
+        ("GET", f"api/schedules/{sid}", None),
+        ("GET", f"api/schedules/{sid}/jobs", None),
+        ("PATCH", f"api/schedules/{sid}", {"paused": True}),
+        ("DELETE", f"api/schedules/{sid}", None),
+    ]:
+        code, err = bob.json(method, path, json=body)
+        assert code == 404 and err["error"] == "not_found", (method, path, err)
+    code, err = bob.json(
+        "POST", "api/schedules", json={"notebook": "quick.ipynb", "cron": "0 2 * * *", "tenant": "vision"}
+    )
+    assert code == 403 and err["field"] == "tenant"  # as POST jobs: not a tenant of bob's
+    code, listing = admin.json("GET", "api/schedules")
+    assert sid in [s["id"] for s in listing["schedules"]]
+    code, paused = admin.json("PATCH", f"api/schedules/{sid}", json={"paused": True})
+    assert code == 200 and paused["paused"]
+    assert alice.json("DELETE", f"api/schedules/{sid}")[0] == 200
+
+
 def test_jobs_are_not_handed_the_services_hub_token(as_user, hub):
     (hub.home("alice") / "env.ipynb").write_text(
         notebook_json("import os; print('hub token:', os.environ.get('JUPYTERHUB_API_TOKEN'))")

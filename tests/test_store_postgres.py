@@ -136,3 +136,18 @@ def test_a_service_on_postgresql_recovers_everything_after_a_restart(pg, tmp_pat
     assert again.store.count_jobs() == 30
     again.store.close()
     again.backend.close()
+
+
+def test_schedules_and_their_runs_round_trip(store):
+    row = store.schedules.add(
+        dict(id="s1", owner="alice", tenant="vision", notebook="nb.ipynb", cron="0 2 * * *",
+             timezone="Europe/Berlin", job={"gpus": 2, "parameters": {"lr": 0.1}}, paused=False,
+             overlap="queue", catch_up="skip", created_at=1_700_000_000.0, last_run_at=None, last_job=None, note="")
+    )  # fmt: skip
+    assert store.schedules.get("s1") == row and row["job"] == {"gpus": 2, "parameters": {"lr": 0.1}}
+    store.record([make_job("run1", 1, schedule_id="s1")])
+    assert store.schedules.update("s1", last_run_at=1_700_000_060.0, last_job="run1")["last_job"] == "run1"
+    (job, _), = store.load_jobs()  # fmt: skip
+    assert job.spec.schedule_id == "s1"
+    assert [s["id"] for s in store.schedules.all(owner="alice")] == ["s1"] and store.schedules.all(owner="bob") == []
+    assert store.schedules.delete("s1") and store.schedules.get("s1") is None

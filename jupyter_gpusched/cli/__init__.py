@@ -19,6 +19,9 @@ from .options import add_spec_options
 from .pipelines import add_pipeline_parser, pipeline
 
 SERVER_COMMANDS["pipeline"] = pipeline  # cli/pipelines.py
+from .schedules import add_schedule_parser, schedule
+
+SERVER_COMMANDS["schedule"] = schedule  # its own module (it has subcommands)
 
 __all__ = [
     "OneLineErrorParser",
@@ -99,6 +102,7 @@ def build_parser(
 
     add_usage_parser(sub)
     add_pipeline_parser(sub)
+    add_schedule_parser(sub)
 
     if self_parsing:  # listed for --help; main() hands them their arguments before this parser runs
         for name, help_text in SELF_PARSING_COMMANDS.items():

@@ -131,6 +131,7 @@ class JobSpec:
     after: tuple[str, ...] = ()
     when: str = "succeeded"
     pipeline_id: str | None = None  # the pipeline it was submitted in, if any
+    schedule_id: str | None = None  # the recurring schedule this run belongs to (service/schedules.py)
 
     @property
     def runtime_estimate(self) -> float | None:

@@ -16,12 +16,19 @@ from .handlers.notify import NotifySettingsHandler
 from .handlers.pipelines import PipelineHandler, PipelinesHandler
 from .handlers.scaling import ScalingHandler
 from .handlers.upload import UploadHandler
+from .handlers.schedules import (
+    ScheduleHandler,
+    ScheduleJobsHandler,
+    SchedulePreviewHandler,
+    SchedulesHandler,
+)
 
 
 def handlers(base_url: str) -> list[tuple[str, type]]:
     api = url_path_join(base_url, "gpusched", "api")
     # Job ids are 12 hex digits; the store holds up to 64 characters. A longer one is no job: the JSON 404.
     job = r"/jobs/(?P<job_id>[A-Za-z0-9_.\-]{1,64})"
+    schedule = r"/schedules/(?P<schedule_id>[A-Za-z0-9_.\-]{1,64})"
     return [
         (api + "/jobs", JobsHandler),
         (api + job, JobHandler),
@@ -30,6 +37,10 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + job + "/output", JobOutputHandler),
         (api + "/pipelines", PipelinesHandler),
         (api + r"/pipelines/(?P<pipeline_id>[A-Za-z0-9_.\-]{1,64})", PipelineHandler),
+        (api + "/schedules", SchedulesHandler),
+        (api + "/schedules/preview", SchedulePreviewHandler),
+        (api + schedule, ScheduleHandler),
+        (api + schedule + "/jobs", ScheduleJobsHandler),
         (api + "/queues", QueuesHandler),
         (api + "/cluster", ClusterHandler),
         (api + "/usage", UsageHandler),

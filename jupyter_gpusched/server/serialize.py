@@ -41,6 +41,7 @@ def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
         "after": list(s.after),
         "when": s.when,
         "pipeline_id": s.pipeline_id,
+        "schedule_id": s.schedule_id,
     }
     if detail:
         out["parameters"] = dict(s.parameters)

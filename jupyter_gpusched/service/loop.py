@@ -62,6 +62,7 @@ from .notify_jobs import JobNotices
 from .pipelines import Pipelines, new_job_id
 from .prometheus import PrometheusSource
 from .recovery import FINISHED, LOST, NOT_STARTED, SchedulerStandby, settle, standby_message
+from .schedules import Schedules
 from .serverlog import log_into
 from .stalls import StallSettings, StallWatch
 from .views import ServiceViews
@@ -147,6 +148,7 @@ class Service(ServiceViews, Pipelines):
             old.close()
         self.notices = JobNotices(config.notify, self.scheduler.jobs, self.info, self.store, clock)
         self.budgets.on_warning = self.notices.tenant_notice
+        self.schedules = Schedules(self, clock)
         self._requeue_at: dict[str, tuple[float, int, str]] = {}  # after a failed launch: (when, attempt, why)
         self._waiting_launch: dict[str, int] = {}  # job id -> attempt: admitted onto GPUs a kill still holds
         self._last_usage_minute: int | None = None
@@ -273,6 +275,7 @@ class Service(ServiceViews, Pipelines):
             self._stand_by()
             return
         now = self.clock()
+        self.schedules.fire_due(now)  # first: each run is submitted (and persisted) on its own
         s = self.scheduler
         touched: dict[str, Job] = {}
         for update in self.backend.poll():
@@ -534,10 +537,10 @@ class Service(ServiceViews, Pipelines):
     def tenant_for(self, user: str, requested: str | None) -> str:
         return requested or self.config.user_tenants.get(user) or self.config.default_tenant
 
-    def submit(self, **fields: Any) -> Job:
+    def submit(self, *, job_id: str | None = None, **fields: Any) -> Job:
         """Validate, queue (or, with `after`, hold WAITING) and durably record a job. Raises SpecError on bad
-        input. `fields` are `checked`'s."""
-        return self.enter([self.checked(**fields)])[0]
+        input. `fields` are `checked`'s; `job_id`: the id to use (a schedule's run names its slot)."""
+        return self.enter([self.checked(**fields)], [job_id] if job_id else ())[0]
 
     def checked(self, *, stall_timeout: float | None = None, notify: Any = None, **fields: Any) -> Submission:
         """A checked job spec with what the service keeps beside it (SpecError on bad input); nothing is
@@ -565,6 +568,7 @@ class Service(ServiceViews, Pipelines):
         after: Sequence[str] = (),
         when: str = "succeeded",
         pipeline_id: str | None = None,
+        schedule_id: str | None = None,
     ) -> JobSpec:
         """A checked job spec (SpecError on bad input); nothing is submitted yet."""
         self.require_owner()
@@ -590,6 +594,7 @@ class Service(ServiceViews, Pipelines):
             after=tuple(after),
             when=when,
             pipeline_id=pipeline_id,
+            schedule_id=schedule_id,
         )
         self.scheduler.validate(spec)
         try:  # e.g. the Kubernetes API server's own validation (a dry run), so its message reaches the user

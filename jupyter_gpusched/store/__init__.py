@@ -33,6 +33,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from ..core.model import Event, Job, JobSpec, JobState, Priority
 from .ownership import lock_for
+from .schedules import ScheduleStore
 
 SCHEMA_VERSION = 1
 
@@ -63,6 +64,7 @@ class JobRow(Base):
     after: Mapped[list | None] = mapped_column(JSON, nullable=True)  # pipelines (core/dependencies.py)
     when: Mapped[str | None] = mapped_column(String(16), nullable=True)
     pipeline_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    schedule_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     state: Mapped[str] = mapped_column(String(16), index=True)
     reason: Mapped[str] = mapped_column(Text, default="")
     submitted_at: Mapped[float] = mapped_column(Float)
@@ -171,6 +173,7 @@ def _job_values(job: Job, info: Mapping[str, Any] | None) -> dict[str, Any]:
         after=list(s.after),
         when=s.when,
         pipeline_id=s.pipeline_id,
+        schedule_id=s.schedule_id,
         state=job.state.value,
         reason=job.reason,
         submitted_at=job.submitted_at,
@@ -210,6 +213,7 @@ def _job_from_row(row: JobRow) -> Job:
         after=tuple(row.after or ()),
         when=row.when or "succeeded",
         pipeline_id=row.pipeline_id,
+        schedule_id=row.schedule_id,
     )
     return Job(
         id=row.id,
@@ -264,6 +268,7 @@ class Store:
             if db.get(MetaRow, "schema_version") is None:
                 db.add(MetaRow(key="schema_version", value=str(SCHEMA_VERSION)))
         self._lock: Any = None
+        self.schedules = ScheduleStore(self.engine)  # recurring schedules, in the same database
 
     # --- ownership: one scheduler per store -----------------------------------------------
     def claim(self, data_dir: str | Path | None = None) -> bool:

@@ -15,14 +15,14 @@ from ..service import Service, ServiceConfig
 from .waits import wait_until
 
 
-def service_in(folder: Path, backend: Backend, **config: Any) -> Service:
+def service_in(folder: Path, backend: Backend, clock: Callable[[], float] = time.time, **config: Any) -> Service:
     """A live service whose notebooks live in folder/root and whose SQLite store and job folders live in
-    folder/data; `config`: any other ServiceConfig field (or another `db_url`)."""
+    folder/data; `config`: any other ServiceConfig field (or another `db_url`); `clock`: a virtual one."""
     root = folder / "root"
     root.mkdir(parents=True, exist_ok=True)
     data = folder / "data"
     config.setdefault("db_url", f"sqlite:///{data / 'db.sqlite'}")
-    return Service(ServiceConfig(data_dir=data, root_dir=root, **config), backend)
+    return Service(ServiceConfig(data_dir=data, root_dir=root, **config), backend, clock)
 
 
 def make_service(folder: Path, backend: Backend | None = None, **health: Any) -> Service:

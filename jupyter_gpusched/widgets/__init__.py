@@ -214,6 +214,11 @@ class ForecastChart(w.VBox):
             ax.plot(ft, fc["values"], color="tab:purple", linestyle="--", label="forecast")
             if fc.get("lower") and fc.get("upper"):
                 ax.fill_between(ft, fc["lower"], fc["upper"], color="tab:purple", alpha=0.2, label="forecast band")
+        known = fc.get("scheduled") or {}
+        if any(known.get("gpus", {}).values()):  # the recurring schedules' runs: demand known in advance
+            kt: list[Any] = [datetime.fromisoformat(t) for t in known["times"]]
+            total = [sum(col) for col in zip(*known["gpus"].values(), strict=True)]
+            ax.step(kt, total, where="post", color="tab:orange", label="scheduled runs (known)")
         ax.set_ylabel("GPUs")
         ax.set_title("GPU demand")
         if times or fc.get("times"):

@@ -23,6 +23,7 @@ import { JobActions } from './actions';
 import { GPUSchedAPI } from './api';
 import { addCommands } from './commands';
 import { addPipelineCommands } from './pipelines';
+import { SchedulesModel } from './components/Schedules';
 import { GPUSchedPanel } from './components/Panel';
 import { GPUSchedStatus } from './components/StatusItem';
 import { notebookName, shortId } from './format';
@@ -86,7 +87,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       form,
       actions,
       onSubmit: () => void actions.submit(),
-      onNotebookChange: path => void actions.fillForm(path)
+      onNotebookChange: path => void actions.fillForm(path),
+      schedules: new SchedulesModel(api)
     });
     app.shell.add(panel, 'left', { rank: 600 });
     if (restorer) {

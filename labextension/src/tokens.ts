@@ -83,6 +83,8 @@ export interface IPipeline {
   state: 'WAITING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED';
   steps: IJob[];
   edges: number[][];
+  /** The recurring schedule this job is a run of (docs/schedules.md), or null. */
+  schedule_id: string | null;
 }
 
 /** `IJob.waiting_on_data`: GPU utilisation (%), CPU cores, storage MiB/s, and what may help. */

@@ -32,4 +32,8 @@ class ForecastHandler(GPUSchedHandler):
             model=self.get_query_argument("model", "auto"),
             tenant=self.get_query_argument("tenant", None) or None,
         )
-        self.finish(dict(report, horizon_minutes=horizon))
+        tenant = self.get_query_argument("tenant", None) or None
+        scheduled = self.service.schedules.known_demand(
+            self.service.clock(), horizon * 60.0, fc.DEFAULT_STEP_S, tenant
+        )  # known future demand: the recurring schedules' runs (docs/schedules.md)
+        self.finish(dict(report, horizon_minutes=horizon, scheduled=scheduled))

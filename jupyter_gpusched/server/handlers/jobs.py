@@ -18,6 +18,32 @@ MAX_PAGE = 10000
 MAX_LOG_READ = 4 * 1024 * 1024  # bytes of log per response (default and maximum of ?length=)
 
 
+def page_of_jobs(handler: GPUSchedHandler, jobs: list) -> dict:
+    """One page (?limit=, ?offset=) of a job list, as GET jobs answers."""
+    limit = handler._int_arg("limit", DEFAULT_PAGE, 1, MAX_PAGE)
+    offset = handler._int_arg("offset", 0, 0, None)
+    page = jobs[offset : offset + limit]
+    return {
+        "jobs": [job_json(handler.service, j) for j in page],
+        "total": len(jobs),
+        "next_offset": offset + limit if offset + limit < len(jobs) else None,
+    }
+
+
+def checked_submission(handler: GPUSchedHandler, body: dict) -> dict:
+    """A submit body checked as POST jobs checks it (shape, GPU type, notebook, tenant): Service.submit's
+    keyword arguments, less the owner. Schedules check their job fields with it too."""
+    args = parse_submit(body)
+    pools = handler.service.scheduler.cluster.pools.values()
+    check_gpu_type(args["gpu_type"], {p.gpu_type for p in pools if p.gpu_type})
+    root = handler.notebook_root()
+    args["notebook"] = resolve_notebook(root, args["notebook"])
+    if handler.multi_user:  # the service has no single root: keep the full path in the user's folder
+        args["notebook"] = str(root.resolve() / args["notebook"])
+    args["tenant"] = handler.check_tenant(args["tenant"])
+    return args
+
+
 class JobsHandler(GPUSchedHandler):
     @web.authenticated
     @authorized
@@ -30,43 +56,21 @@ class JobsHandler(GPUSchedHandler):
             )
         mine = self._bool_arg("mine", False)
         owner = self.user_name if (mine or not self.is_admin) else None
-        limit = self._int_arg("limit", DEFAULT_PAGE, 1, MAX_PAGE)
-        offset = self._int_arg("offset", 0, 0, None)
         jobs = self.service.jobs(
             state=state.upper() if state else None, tenant=self.get_query_argument("tenant", None), owner=owner
         )
-        page = jobs[offset : offset + limit]
-        self.finish(
-            {
-                "jobs": [job_json(self.service, j) for j in page],
-                "total": len(jobs),
-                "next_offset": offset + limit if offset + limit < len(jobs) else None,
-            }
-        )
+        self.finish(page_of_jobs(self, jobs))
 
     @web.authenticated
     @authorized
     @api_errors
     async def post(self):
-        args = submit_args(self, parse_json_object(self.request.body))
+        args = checked_submission(self, parse_json_object(self.request.body))
         self.service.check_dependencies(args["after"], self.may_see)
         job = self.service.submit(owner=self.user_name, **args)
         self.set_status(201)
         self.set_header("Location", url_path_join(self.base_url, "gpusched/api/jobs", job.id))
         self.finish(job_json(self.service, job, detail=True))
-
-
-def submit_args(handler: GPUSchedHandler, body: dict) -> dict:
-    """A submit body checked and resolved for the caller (notebook path, tenant): Service.submit's arguments."""
-    args = parse_submit(body)
-    pools = handler.service.scheduler.cluster.pools.values()
-    check_gpu_type(args["gpu_type"], {p.gpu_type for p in pools if p.gpu_type})
-    root = handler.notebook_root()
-    args["notebook"] = resolve_notebook(root, args["notebook"])
-    if handler.multi_user:  # the service has no single root: keep the full path in the user's folder
-        args["notebook"] = str(root.resolve() / args["notebook"])
-    args["tenant"] = handler.check_tenant(args["tenant"])
-    return args
 
 
 class JobHandler(GPUSchedHandler):

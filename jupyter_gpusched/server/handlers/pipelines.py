@@ -10,7 +10,7 @@ from ...service import JobNotFound
 from ..base import GPUSchedHandler, api_errors
 from ..serialize import pipeline_json
 from ..validation import ApiError, parse_json_object
-from .jobs import submit_args
+from .jobs import checked_submission
 
 MAX_STEPS = 100
 
@@ -38,7 +38,7 @@ class PipelinesHandler(GPUSchedHandler):
             if "after" in step:  # within a pipeline the edges say what waits for what
                 raise ApiError(400, "unknown_field", f"step {i}: use edges, not after", f"steps[{i}].after")
             try:
-                args = submit_args(self, step)
+                args = checked_submission(self, step)
             except ApiError as err:
                 raise ApiError(err.status, err.error, f"step {i}: {err.message}", f"steps[{i}].{err.field}") from None
             args.pop("after")

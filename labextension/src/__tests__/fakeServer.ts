@@ -112,6 +112,7 @@ export function makeJob(
     after: [],
     when: 'succeeded',
     pipeline_id: null,
+    schedule_id: null,
     ...extra
   };
 }

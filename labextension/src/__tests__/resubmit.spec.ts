@@ -26,6 +26,7 @@ const detail: IJobDetail = {
   after: [],
   when: 'succeeded',
   pipeline_id: null,
+  schedule_id: null,
   parameters: { lr: 0.1 },
   max_retries: 0,
   gpu_type: 'A100',

@@ -6,6 +6,7 @@ import { JobsModel } from '../model';
 import { PANEL_ID } from '../tokens';
 import { gpuIcon } from './icons';
 import { IJobActions, JobList } from './JobList';
+import { ScheduleBox, ScheduleList, SchedulesModel } from './Schedules';
 import { SubmitForm } from './SubmitForm';
 
 export interface IPanelOptions {
@@ -14,6 +15,8 @@ export interface IPanelOptions {
   actions: IJobActions;
   onSubmit: () => void;
   onNotebookChange: (path: string) => void;
+  /** Recurring schedules (Schedules.tsx); left out, the panel shows none. */
+  schedules?: SchedulesModel;
 }
 
 /** The left sidebar panel: the submit form above the live job list. */
@@ -38,7 +41,8 @@ export class GPUSchedPanel extends ReactWidget {
   }
 
   protected render(): JSX.Element {
-    const { model, form, actions, onSubmit, onNotebookChange } = this._options;
+    const { model, form, actions, onSubmit, onNotebookChange, schedules } =
+      this._options;
     return (
       <div className="jp-GPUSched-panelBody">
         <div className="jp-GPUSched-header">
@@ -65,7 +69,9 @@ export class GPUSchedPanel extends ReactWidget {
             />
           )}
         </UseSignal>
+        {schedules && <ScheduleBox form={form} model={schedules} />}
         <JobList model={model} actions={actions} />
+        {schedules && <ScheduleList model={schedules} />}
       </div>
     );
   }
