@@ -17,10 +17,9 @@ from .budgets import usage
 from .commands import SERVER_COMMANDS, TERMINAL, follow
 from .options import add_spec_options
 from .pipelines import add_pipeline_parser, pipeline
-
-SERVER_COMMANDS["pipeline"] = pipeline  # cli/pipelines.py
 from .schedules import add_schedule_parser, schedule
 
+SERVER_COMMANDS["pipeline"] = pipeline  # cli/pipelines.py
 SERVER_COMMANDS["schedule"] = schedule  # its own module (it has subcommands)
 
 __all__ = [

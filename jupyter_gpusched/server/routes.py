@@ -15,13 +15,13 @@ from .handlers.jobs import JobEventsHandler, JobHandler, JobLogHandler, JobOutpu
 from .handlers.notify import NotifySettingsHandler
 from .handlers.pipelines import PipelineHandler, PipelinesHandler
 from .handlers.scaling import ScalingHandler
-from .handlers.upload import UploadHandler
 from .handlers.schedules import (
     ScheduleHandler,
     ScheduleJobsHandler,
     SchedulePreviewHandler,
     SchedulesHandler,
 )
+from .handlers.upload import UploadHandler
 
 
 def handlers(base_url: str) -> list[tuple[str, type]]:
