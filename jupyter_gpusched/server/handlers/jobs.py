@@ -8,6 +8,7 @@ from tornado import web
 
 from ...core import JobState
 from ..base import GPUSchedHandler, api_errors
+from ..job_query import check_sort, match_text, sort_jobs
 from ..serialize import iso, job_json
 from ..streaming import file_size, send_file, start_range
 from ..validation import ApiError, check_gpu_type, parse_json_object, parse_submit, resolve_notebook
@@ -32,9 +33,13 @@ class JobsHandler(GPUSchedHandler):
         owner = self.user_name if (mine or not self.is_admin) else None
         limit = self._int_arg("limit", DEFAULT_PAGE, 1, MAX_PAGE)
         offset = self._int_arg("offset", 0, 0, None)
+        sort, order = check_sort(self.get_query_argument("sort", None), self.get_query_argument("order", None))
         jobs = self.service.jobs(
             state=state.upper() if state else None, tenant=self.get_query_argument("tenant", None), owner=owner
         )
+        jobs = match_text(jobs, self.get_query_argument("q", None))
+        if (sort, order) != ("created", "desc"):  # the service already lists newest first
+            jobs = sort_jobs(jobs, sort, order)
         page = jobs[offset : offset + limit]
         self.finish(
             {
