@@ -22,12 +22,18 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { JobActions } from './actions';
 import { GPUSchedAPI } from './api';
 import { addCommands } from './commands';
+import { addJobsViewCommands } from './jobsCommands';
 import { GPUSchedPanel } from './components/Panel';
 import { GPUSchedStatus } from './components/StatusItem';
 import { notebookName, shortId } from './format';
 import { SubmitFormModel } from './form';
 import { JobsModel } from './model';
-import { DEFAULT_SETTINGS, IGPUSchedSettings, PLUGIN_ID } from './tokens';
+import {
+  CommandIDs,
+  DEFAULT_SETTINGS,
+  IGPUSchedSettings,
+  PLUGIN_ID
+} from './tokens';
 
 export * from './tokens';
 export { GPUSchedAPI, GPUSchedError } from './api';
@@ -84,7 +90,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       form,
       actions,
       onSubmit: () => void actions.submit(),
-      onNotebookChange: path => void actions.fillForm(path)
+      onNotebookChange: path => void actions.fillForm(path),
+      onOpenJobsView: () => void app.commands.execute(CommandIDs.openJobsView)
     });
     app.shell.add(panel, 'left', { rank: 600 });
     if (restorer) {
@@ -101,10 +108,23 @@ const plugin: JupyterFrontEndPlugin<void> = {
       browserFactory,
       palette
     });
+    addJobsViewCommands({
+      app,
+      api,
+      model,
+      form,
+      actions,
+      palette,
+      showForm: () => {
+        app.shell.activateById(panel.id);
+        panel.focusForm();
+      }
+    });
 
     if (statusBar) {
-      const item = new GPUSchedStatus(model, () =>
-        app.shell.activateById(panel.id)
+      const item = new GPUSchedStatus(
+        model,
+        () => void app.commands.execute(CommandIDs.openJobsView)
       );
       statusBar.registerStatusItem('jupyter-gpusched:status', {
         item,
