@@ -58,7 +58,7 @@ export function addJobsViewCommands(options: IJobsViewCommandsOptions): void {
         interval: model.refreshInterval
       });
       page = new MainAreaWidget({ content });
-      page.id = content.id;
+      page.id = `gpusched-job-page-${job.id}`;
       page.title.label = content.title.label;
       page.title.caption = content.title.caption;
       page.title.icon = content.title.icon;

@@ -177,7 +177,10 @@ export class JobsView extends ReactWidget {
               <JobsTableView
                 table={this.table}
                 admin={!!model.me?.admin}
-                tenants={Object.keys(model.queues?.queues ?? {})}
+                tenants={tenantChoices(
+                  Object.keys(model.queues?.queues ?? {}),
+                  this.table
+                )}
                 onOpenJob={onOpenJob}
               />
             )}
@@ -188,6 +191,16 @@ export class JobsView extends ReactWidget {
   }
 
   private _options: IJobsViewOptions;
+}
+
+/** The configured tenants, those on the page and the one chosen (a job may outlive its tenant). */
+function tenantChoices(configured: string[], table: JobsTable): string[] {
+  const all = new Set(configured);
+  table.rows.forEach(j => all.add(j.tenant));
+  if (table.query.tenant) {
+    all.add(table.query.tenant);
+  }
+  return [...all].sort();
 }
 
 interface IJobsTableViewProps {
