@@ -144,6 +144,8 @@ def test_open_sort_filter_and_page_through_2500_jobs(page: Page, lab: Lab):
     next_button = page.get_by_role("button", name="Next ›")
     for number in range(1, 51):
         expect(page.locator(PAGER)).to_contain_text(f"page {number} of 50")
+        # the rows of that page have arrived (aria-rowindex counts the header as row 1)
+        expect(rows(page).first).to_have_attribute("aria-rowindex", str((number - 1) * 50 + 2))
         expect(rows(page)).to_have_count(50)
         seen.update(r.get_attribute("data-job-id") for r in rows(page).all())
         if number < 50:

@@ -58,6 +58,8 @@ export class JobsTable {
 
   query: ITableQuery;
   rows: IJob[] = [];
+  /** The offset the rows shown were fetched at (the query may already ask for another page). */
+  rowsOffset = 0;
   total = 0;
   loaded = false;
   error: string | null = null;
@@ -117,6 +119,7 @@ export class JobsTable {
       );
       const merged = mergePage(this.rows, page.jobs);
       this.rows = merged.rows;
+      this.rowsOffset = asked.offset;
       this.changedIds = this.loaded ? merged.changed : [];
       this.total = page.total;
       this.error = null;
@@ -294,7 +297,7 @@ function JobsTableView(props: IJobsTableViewProps): JSX.Element {
         />
       </div>
       <div className="jp-GPUSched-jobsTableWrap">
-        <table className="jp-GPUSched-jobsTable" aria-rowcount={info.total}>
+        <table className="jp-GPUSched-jobsTable" aria-rowcount={info.total + 1}>
           <caption className="jp-GPUSched-visuallyHidden">
             GPU jobs, {info.total} in all; press Enter on a row to open the job
           </caption>
@@ -336,7 +339,9 @@ function JobsTableView(props: IJobsTableViewProps): JSX.Element {
                 tabIndex={0}
                 data-job-id={job.id}
                 data-state={job.state}
-                aria-rowindex={q.offset + i + 1}
+                aria-rowindex={
+                  table.rowsOffset + i + 2 /* the header is row 1 */
+                }
                 className={
                   changed.has(job.id) ? 'jp-GPUSched-rowChanged' : undefined
                 }
