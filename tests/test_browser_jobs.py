@@ -156,15 +156,15 @@ def test_open_sort_filter_and_page_through_2500_jobs(page: Page, lab: Lab):
     assert max(long_tasks, default=0) < 1500, f"main thread blocked while paging: {long_tasks} ms"
 
     # filters: state, tenant, text; each starts again on page 1
-    state = page.get_by_label("State", exact=True)
+    state = page.get_by_label("Filter by state")
     state.select_option("FAILED")
     expect(page.locator(PAGER)).to_contain_text(f"of {lab.counts['FAILED']} · page 1")
     expect(rows(page).first).to_have_attribute("data-state", "FAILED")
-    page.get_by_label("Tenant", exact=True).select_option("team-a")
+    page.get_by_label("Filter by tenant").select_option("team-a")
     both = sum(1 for i in range(N_JOBS) if i % 5 == 2 and i % 3 == 1)
     expect(page.locator(PAGER)).to_contain_text(f"of {both} · page 1")
     state.select_option("")
-    page.get_by_label("Tenant", exact=True).select_option("")
+    page.get_by_label("Filter by tenant").select_option("")
     page.get_by_label("Search jobs by name, id, owner, tenant or reason").fill("epsilon")
     expect(page.locator(PAGER)).to_contain_text(f"of {N_JOBS // 5} ·")
     page.get_by_label("Search jobs by name, id, owner, tenant or reason").fill("tbl000042")

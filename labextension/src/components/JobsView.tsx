@@ -244,6 +244,7 @@ function JobsTableView(props: IJobsTableViewProps): JSX.Element {
           State{' '}
           <select
             className="jp-mod-styled"
+            aria-label="Filter by state"
             value={q.state}
             onChange={e =>
               table.setQuery(
@@ -262,6 +263,7 @@ function JobsTableView(props: IJobsTableViewProps): JSX.Element {
           Tenant{' '}
           <select
             className="jp-mod-styled"
+            aria-label="Filter by tenant"
             value={q.tenant}
             onChange={e =>
               table.setQuery(setFilter(q, { tenant: e.target.value }))
