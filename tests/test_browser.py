@@ -14,34 +14,25 @@ at, so the test runs this checkout's build). Skips, saying so, only when Chromiu
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 import pytest
 import requests
 
+from jupyter_gpusched.testing.browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    BrowserErrors,
+    jp_asyncio_loop,  # noqa: F401  (pytest-jupyter's loop, replaced)
+    serve_this_build,
+)
 from jupyter_gpusched.testing.jupyter import Lab
 from jupyter_gpusched.testing.notebooks import new_notebook
 from jupyter_gpusched.testing.waits import wait_until
-
-from conftest import PROJECT_ROOT
-
-CHROMIUM = Path(os.environ.get("GPUSCHED_CHROMIUM", "/usr/bin/chromium"))
-ARTIFACTS = PROJECT_ROOT / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 if not CHROMIUM.exists():
     pytest.skip(
@@ -61,55 +52,6 @@ FAILS = new_notebook("print('before the failure')", "raise ValueError('failed on
 FAILS.cells.insert(0, nbformat.v4.new_markdown_cell("# Fails on purpose\n\nThe *second* cell raises."))
 # One quick cell, then one that waits long enough to be cancelled.
 SLOW = new_notebook("print('first cell done', flush=True)", "import time\ntime.sleep(120)")
-
-
-@pytest.fixture(autouse=True)
-def jp_asyncio_loop():
-    """Playwright's sync API runs its own event loop in this thread: give pytest-jupyter's autouse
-    fixture a loop of its own to close, instead of the running one."""
-    loop = asyncio.new_event_loop()
-    yield loop
-    loop.close()
-
-
-# This checkout's build of the lab extension (`jlpm build` / `pip install -e .` write it here).
-BUILT_EXTENSION = PROJECT_ROOT / "jupyter_gpusched" / "labextension"
-
-
-def serve_this_build(server: Lab, base: Path) -> None:
-    """Put this checkout's build first on Lab's labextensions path (JUPYTER_PATH wins over the copy
-    `pip install` made into the environment's share/, which may be another checkout's)."""
-    if not (BUILT_EXTENSION / "package.json").exists():
-        return  # an installed package without the source build: serve what is installed
-    link = base / "jupyter-path" / "labextensions" / "jupyter-gpusched"
-    link.parent.mkdir(parents=True, exist_ok=True)
-    link.symlink_to(BUILT_EXTENSION, target_is_directory=True)
-    server.env["JUPYTER_PATH"] = os.pathsep.join(
-        p for p in (str(base / "jupyter-path"), os.environ.get("JUPYTER_PATH")) if p
-    )
-
-
-@dataclass
-class BrowserErrors:
-    """Console messages of type error and uncaught page errors, per test; `allow` names the ones a test
-    provokes on purpose (a refused request's status line), each with the URL it must come from."""
-
-    seen: list[str] = field(default_factory=list)
-    allowed: list[tuple[re.Pattern, str]] = field(default_factory=list)
-
-    def console(self, message) -> None:
-        if message.type == "error":
-            url = (message.location or {}).get("url", "")
-            self.seen.append(f"{message.text} [{url}]")
-
-    def page_error(self, error) -> None:
-        self.seen.append(f"uncaught: {error}")
-
-    def allow(self, text: str, url_part: str) -> None:
-        self.allowed.append((re.compile(re.escape(text)), url_part))
-
-    def unexpected(self) -> list[str]:
-        return [m for m in self.seen if not any(p.search(m) and f"{url}" in m for p, url in self.allowed)]
 
 
 @pytest.fixture(scope="module")
@@ -168,9 +110,7 @@ def screenshot_at_end(request, page):
     yield
     page.screenshot(path=str(ARTIFACTS / f"{request.node.name}-end.png"))
     page.wait_for_timeout(300)  # a last refresh's errors arrive
-    unexpected = BROWSER_ERRORS.unexpected()
-    BROWSER_ERRORS.seen.clear()
-    BROWSER_ERRORS.allowed.clear()
+    unexpected = BROWSER_ERRORS.take_unexpected()
     assert not unexpected, "errors in the browser console:\n" + "\n".join(unexpected)
 
 
@@ -368,13 +308,12 @@ def test_submit_from_file_browser_context_menu_and_toolbar(page: Page, lab: Lab)
     expect(form.get_by_label("Notebook")).to_have_value("blocker.ipynb")
     expect(form.get_by_label("Value of seconds")).to_have_value("6")
 
-    # the status bar item counts jobs and free GPUs, and opens the panel
+    # the status bar item counts jobs and free GPUs, and opens the Jobs view (issue 18)
     status = page.locator(".jp-GPUSched-status")
     expect(status).to_contain_text("GPU jobs:")
     expect(status).to_contain_text("GPUs free")
-    page.click('.jp-SideBar [data-id="filebrowser"]')
     status.click()
-    expect(page.locator(PANEL)).to_be_visible()
+    expect(page.locator(".jp-GPUSched-jobsTable")).to_be_visible()
 
 
 def test_failed_and_cancelled_jobs_show_their_progress_and_output(page: Page, lab: Lab):

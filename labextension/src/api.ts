@@ -194,7 +194,10 @@ export class GPUSchedAPI {
         tenant: filter.tenant,
         mine: filter.mine ? 'true' : undefined,
         limit: filter.limit,
-        offset: filter.offset
+        offset: filter.offset,
+        sort: filter.sort,
+        order: filter.order,
+        q: filter.q || undefined
       }
     );
   }

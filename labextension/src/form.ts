@@ -131,6 +131,18 @@ export function resubmitBody(d: IJobDetail): IJobSubmit {
   };
 }
 
+/** The form's values for submitting a job again with edits (the sidebar form, filled). */
+export function formValuesFromJob(d: IJobDetail): Partial<IFormValues> {
+  return {
+    gpus: String(d.gpus),
+    gpuType: d.gpu_type ?? '',
+    priority: d.priority,
+    tenant: d.tenant,
+    preemptible: d.preemptible,
+    maxRuntime: d.max_runtime ? String(d.max_runtime / 60) : ''
+  };
+}
+
 /** The form's values and its messages; `changed` fires on every change. */
 export class SubmitFormModel {
   constructor(defaults: { gpus: number; priority: Priority }) {

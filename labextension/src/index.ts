@@ -24,13 +24,19 @@ import { GPUSchedAPI } from './api';
 import { addCommands } from './commands';
 import { addPipelineCommands } from './pipelines';
 import { SchedulesModel } from './components/Schedules';
+import { addJobsViewCommands } from './jobsCommands';
 import { GPUSchedPanel } from './components/Panel';
 import { GPUSchedStatus } from './components/StatusItem';
 import { notebookName, shortId } from './format';
 import { SubmitFormModel } from './form';
 import { GPUKernelWatch } from './gpuKernels';
 import { JobsModel } from './model';
-import { DEFAULT_SETTINGS, IGPUSchedSettings, PLUGIN_ID } from './tokens';
+import {
+  CommandIDs,
+  DEFAULT_SETTINGS,
+  IGPUSchedSettings,
+  PLUGIN_ID
+} from './tokens';
 
 export * from './tokens';
 export { GPUSchedAPI, GPUSchedError } from './api';
@@ -88,7 +94,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       actions,
       onSubmit: () => void actions.submit(),
       onNotebookChange: path => void actions.fillForm(path),
-      schedules: new SchedulesModel(api)
+      schedules: new SchedulesModel(api),
+      onOpenJobsView: () => void app.commands.execute(CommandIDs.openJobsView)
     });
     app.shell.add(panel, 'left', { rank: 600 });
     if (restorer) {
@@ -106,10 +113,23 @@ const plugin: JupyterFrontEndPlugin<void> = {
       palette
     });
     addPipelineCommands(app, api, model, browserFactory);
+    addJobsViewCommands({
+      app,
+      api,
+      model,
+      form,
+      actions,
+      palette,
+      showForm: () => {
+        app.shell.activateById(panel.id);
+        panel.focusForm();
+      }
+    });
 
     if (statusBar) {
-      const item = new GPUSchedStatus(model, () =>
-        app.shell.activateById(panel.id)
+      const item = new GPUSchedStatus(
+        model,
+        () => void app.commands.execute(CommandIDs.openJobsView)
       );
       statusBar.registerStatusItem('jupyter-gpusched:status', {
         item,

@@ -15,6 +15,24 @@ export type JobState =
   | 'PREEMPTED'
   | 'LOST';
 
+/**
+ * Every state in the order the Jobs view's state filter lists them. A `Record` over `JobState`,
+ * so a state added to the type fails to compile until it is given its place here (one edit).
+ */
+const STATE_ORDER: Record<JobState, number> = {
+  QUEUED: 0,
+  ADMITTED: 1,
+  RUNNING: 2,
+  SUCCEEDED: 3,
+  FAILED: 4,
+  CANCELLED: 5,
+  PREEMPTED: 6,
+  LOST: 7
+};
+export const JOB_STATES: ReadonlyArray<JobState> = (
+  Object.keys(STATE_ORDER) as JobState[]
+).sort((a, b) => STATE_ORDER[a] - STATE_ORDER[b]);
+
 /** States a job never leaves. */
 export const TERMINAL_STATES: ReadonlySet<JobState> = new Set<JobState>([
   'SUCCEEDED',
@@ -166,12 +184,28 @@ export interface IJobList {
   next_offset: number | null;
 }
 
+/** Columns `GET jobs?sort=` orders by (openapi.yaml's enum). */
+export type JobSortKey =
+  | 'created'
+  | 'started'
+  | 'finished'
+  | 'notebook'
+  | 'state'
+  | 'tenant'
+  | 'priority'
+  | 'gpus'
+  | 'owner';
+
 export interface IJobFilter {
   state?: JobState;
   tenant?: string;
   mine?: boolean;
   limit?: number;
   offset?: number;
+  sort?: JobSortKey;
+  order?: 'asc' | 'desc';
+  /** Free text: id, notebook, owner, tenant or reason contains it. */
+  q?: string;
 }
 
 export interface IJobEvent {
@@ -269,4 +303,7 @@ export namespace CommandIDs {
   export const refresh = 'gpusched:refresh';
   /** Post the pipeline file (JSON: steps and edges) selected in the file browser. */
   export const runPipelineFile = 'gpusched:run-pipeline-file';
+  /** The main-area Jobs view (table of jobs; args.job opens that job's detail tab). */
+  export const openJobsView = 'gpusched:open-jobs-view';
+  export const openJobDetail = 'gpusched:open-job-detail';
 }

@@ -8,6 +8,7 @@ from tornado import web
 
 from ...core import JobState
 from ..base import GPUSchedHandler, api_errors
+from ..job_query import check_sort, match_text, sort_jobs
 from ..serialize import iso, job_json
 from ..streaming import file_size, send_file, start_range
 from ..validation import ApiError, check_gpu_type, parse_json_object, parse_submit, resolve_notebook
@@ -56,9 +57,13 @@ class JobsHandler(GPUSchedHandler):
             )
         mine = self._bool_arg("mine", False)
         owner = self.user_name if (mine or not self.is_admin) else None
+        sort, order = check_sort(self.get_query_argument("sort", None), self.get_query_argument("order", None))
         jobs = self.service.jobs(
             state=state.upper() if state else None, tenant=self.get_query_argument("tenant", None), owner=owner
         )
+        jobs = match_text(jobs, self.get_query_argument("q", None))
+        if (sort, order) != ("created", "desc"):  # the service already lists newest first
+            jobs = sort_jobs(jobs, sort, order)
         self.finish(page_of_jobs(self, jobs))
 
     @web.authenticated

@@ -17,6 +17,8 @@ export interface IPanelOptions {
   onNotebookChange: (path: string) => void;
   /** Recurring schedules (Schedules.tsx); left out, the panel shows none. */
   schedules?: SchedulesModel;
+  /** Open the main-area Jobs view (all jobs in a table). */
+  onOpenJobsView?: () => void;
 }
 
 /** The left sidebar panel: the submit form above the live job list. */
@@ -47,6 +49,16 @@ export class GPUSchedPanel extends ReactWidget {
       <div className="jp-GPUSched-panelBody">
         <div className="jp-GPUSched-header">
           <h2>GPU Jobs</h2>
+          {this._options.onOpenJobsView && (
+            <button
+              type="button"
+              className="jp-Button jp-mod-minimal jp-mod-styled jp-GPUSched-openJobsView"
+              title="Open the Jobs view: all jobs in a table"
+              onClick={this._options.onOpenJobsView}
+            >
+              Open Jobs view
+            </button>
+          )}
           <button
             type="button"
             className="jp-Button jp-mod-minimal jp-GPUSched-iconButton"

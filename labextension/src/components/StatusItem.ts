@@ -3,7 +3,7 @@ import { Widget } from '@lumino/widgets';
 import { statusText } from '../format';
 import { JobsModel } from '../model';
 
-/** Status bar text: my running / starting / queued jobs and the free GPUs; click or Enter opens the panel. */
+/** Status bar text: my running / starting / queued jobs and the free GPUs; click or Enter opens the Jobs view. */
 export class GPUSchedStatus extends Widget {
   constructor(model: JobsModel, onOpen: () => void) {
     super();
@@ -32,8 +32,8 @@ export class GPUSchedStatus extends Widget {
     const text = statusText(m.loaded ? m.mine : null, m.cluster);
     this.node.textContent = text;
     const more = m.error ? ` (last refresh failed: ${m.error})` : '';
-    this.node.title = `${text}${more}. Click to open the GPU Jobs panel.`;
-    this.node.setAttribute('aria-label', `${text}. Open the GPU Jobs panel.`);
+    this.node.title = `${text}${more}. Click to open the Jobs view.`;
+    this.node.setAttribute('aria-label', `${text}. Open the GPU Jobs view.`);
   }
 
   private _model: JobsModel;
