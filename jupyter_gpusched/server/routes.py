@@ -9,6 +9,7 @@ from jupyter_server.utils import url_path_join
 from .base import UnknownPathHandler
 from .handlers.cluster import ClusterHandler, MeHandler, MetricsHandler, QueuesHandler, UsageHandler
 from .handlers.forecast import ForecastHandler
+from .handlers.health import HealthHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobLogHandler, JobOutputHandler, JobsHandler
 from .handlers.scaling import ScalingHandler
 from .handlers.upload import UploadHandler
@@ -30,6 +31,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + "/me", MeHandler),
         (api + "/forecast", ForecastHandler),
         (api + "/scaling", ScalingHandler),
+        (api + "/health", HealthHandler),
         (url_path_join(base_url, "gpusched", "metrics"), MetricsHandler),
         (api + "/internal" + job + "/upload/(?P<what>notebook|files/.+)", UploadHandler),
         (api + "(/.*)?", UnknownPathHandler),
