@@ -96,6 +96,12 @@ def wait_state(client: ServiceClient, job_id: str, states: set[str], timeout: fl
     return wait_for(check, timeout, f"job {job_id} to reach {states}", interval=0.3)
 
 
+def test_health_needs_no_token_directly_or_through_the_proxy(hub):
+    # What the Helm chart's probes call: the service's own port, no credential.
+    for base in (hub.service_direct_url, hub.service_url):
+        assert ServiceClient(base, None).json("GET", "api/health") == (200, {"status": "ok"})
+
+
 def test_requests_without_a_valid_token_are_rejected(hub, tokens):
     anonymous = ServiceClient(hub.service_url, None)
     for method, path in [("GET", "api/jobs"), ("GET", "api/cluster"), ("GET", "metrics"), ("POST", "api/jobs")]:

@@ -10,6 +10,7 @@ from .base import UnknownPathHandler
 from .handlers.budgets import UsageReportHandler
 from .handlers.cluster import ClusterHandler, MeHandler, MetricsHandler, QueuesHandler, UsageHandler
 from .handlers.forecast import ForecastHandler
+from .handlers.health import HealthHandler
 from .handlers.interactive import KernelKeepHandler, KernelRequestHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobLogHandler, JobOutputHandler, JobsHandler
 from .handlers.notify import NotifySettingsHandler
@@ -51,6 +52,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + "/settings/notify", NotifySettingsHandler),
         (api + r"/interactive/(?P<kernel_id>[A-Za-z0-9_.\-]{1,64})", KernelRequestHandler),
         (api + r"/interactive/(?P<kernel_id>[A-Za-z0-9_.\-]{1,64})/keep", KernelKeepHandler),
+        (api + "/health", HealthHandler),
         (url_path_join(base_url, "gpusched", "metrics"), MetricsHandler),
         (api + "/internal" + job + "/upload/(?P<what>notebook|files/.+)", UploadHandler),
         (api + "(/.*)?", UnknownPathHandler),
