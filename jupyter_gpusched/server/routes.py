@@ -9,7 +9,7 @@ from jupyter_server.utils import url_path_join
 from .base import UnknownPathHandler
 from .handlers.cluster import ClusterHandler, MeHandler, MetricsHandler, QueuesHandler, UsageHandler
 from .handlers.forecast import ForecastHandler
-from .handlers.interactive import KernelKeepHandler, KernelRequestHandler
+from .handlers.interactive import KernelKeepHandler, KernelRequestHandler, KernelUsageHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobLogHandler, JobOutputHandler, JobsHandler
 from .handlers.scaling import ScalingHandler
 
@@ -30,6 +30,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + "/me", MeHandler),
         (api + "/forecast", ForecastHandler),
         (api + "/scaling", ScalingHandler),
+        (api + "/interactive", KernelUsageHandler),
         (api + r"/interactive/(?P<kernel_id>[A-Za-z0-9_.\-]{1,64})", KernelRequestHandler),
         (api + r"/interactive/(?P<kernel_id>[A-Za-z0-9_.\-]{1,64})/keep", KernelKeepHandler),
         (url_path_join(base_url, "gpusched", "metrics"), MetricsHandler),

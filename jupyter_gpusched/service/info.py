@@ -25,6 +25,9 @@ class JobInfo:
     gpu_s: float = 0.0  # GPU-seconds reported on (allocated)
     idle_gpu_s: float = 0.0  # of which its GPUs were idle
     data_wait_gpu_s: float = 0.0  # of which it waited on data
+    # A GPU kernel's request (docs/interactive.md), as its provisioner saw the kernel:
+    busy_s: float = 0.0  # seconds its kernel was executing (execution_state busy)
+    reclaimed_idle_s: float | None = None  # reclaimed for idleness: how long it had been idle; None: not reclaimed
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> JobInfo:
