@@ -207,6 +207,10 @@ class Client:
         params = {"minutes": minutes, **({"tenant": tenant} if tenant else {})}
         return self._request("GET", "usage", params=params).json()
 
+    def interactive_usage(self) -> dict[str, Any]:
+        """GPU kernels' GPU-hours per user: held, executing, idle reclaimed (docs/interactive.md)."""
+        return self._request("GET", "interactive").json()
+
     def me(self) -> dict[str, Any]:
         """Who the scheduler takes this client for: name, admin, tenants."""
         return self._request("GET", "me").json()
