@@ -243,6 +243,10 @@ class Client:
         r = self._request("GET", "usage/report", params={"period": period, "by": by, "format": fmt})
         return r.text if fmt == "csv" else r.json()
 
+    def interactive_usage(self) -> dict[str, Any]:
+        """GPU kernels' GPU-hours per user: held, executing, idle reclaimed (docs/interactive.md)."""
+        return self._request("GET", "interactive").json()
+
     def me(self) -> dict[str, Any]:
         """Who the scheduler takes this client for: name, admin, tenants."""
         return self._request("GET", "me").json()

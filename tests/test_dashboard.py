@@ -146,9 +146,9 @@ def test_dashboard_runs_top_to_bottom_in_a_real_kernel(dash_server, monkeypatch)
     assert not errors, errors
     models = widget_models(nb)
     images = [m for m in models if m["model_name"] == "ImageModel"]
-    assert len(images) >= 7, "six dashboard plots and the forecast chart"
+    assert len(images) >= 8, "seven dashboard plots (GPU kernels included) and the forecast chart"
     pngs = [base64.b64decode(b["data"]) for m in images for b in m.get("buffers", []) if b["path"] == ["value"]]
-    assert len(pngs) >= 7 and all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert len(pngs) >= 8 and all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)  # what the dashboard drew, for people to look at
     for i, png in enumerate(pngs):
         (ARTIFACTS / f"panel-{i}.png").write_bytes(png)

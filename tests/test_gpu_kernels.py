@@ -190,3 +190,63 @@ def test_the_packaged_kernelspec_is_the_one_the_command_writes(tmp_path):
     spec = json.loads((tmp_path / "share/jupyter/kernels/python3-gpu2/kernel.json").read_text())
     assert path.endswith("python3-gpu2") and spec["display_name"] == "Python 3 (2 GPUs)"
     assert spec["metadata"]["kernel_provisioner"]["config"] == {"gpus": 2, "priority": "high", "tenant": "vision"}
+
+
+def _metric(text: str, name: str) -> float:
+    """The one sample of `name` (one user here) in a Prometheus text answer; 0 when absent."""
+    values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{")]
+    assert len(values) <= 1, values
+    return values[0] if values else 0.0
+
+
+@pytest.mark.parametrize("gpusched_config", [{"local_gpus": 4, **IDLE}])
+async def test_interactive_metrics_held_vs_executing_and_reclaimed(
+    jp_fetch, jp_serverapp, jp_root_dir, service, api, gpu_kernelspec
+):
+    """One kernel busy for a while, one idle and reclaimed for a waiting job: GPU-hours held grow, executing
+    grows only with the busy one, and the idle one's GPU-hours show as reclaimed (JSON and Prometheus)."""
+    from jupyter_gpusched.testing.notebooks import make_notebook
+    from jupyter_gpusched.testing.waits import wait_for_state
+
+    busy, idle = await start_kernel(jp_fetch, gpu_kernelspec), await start_kernel(jp_fetch, gpu_kernelspec)
+    code, before = await api("GET", "interactive")
+    assert code == 200 and before["users"], before
+    (user, first), *_ = before["users"].items()
+    assert first["kernels"] == 2 and first["reclaims"] == 0 and first["reclaimed_idle_gpu_hours"] == 0
+
+    client = jp_serverapp.kernel_manager.get_kernel(busy).client()
+    client.start_channels()
+    await client.wait_for_ready(timeout=30)
+    client.execute("import time; time.sleep(6)")
+    make_notebook(jp_root_dir / "job.ipynb", "print('ran')")
+    code, job = await api("POST", "jobs", {"notebook": "job.ipynb", "gpus": 3})  # 2 free: it waits
+    assert code == 201, job
+    done = await wait_for_state(api, job["id"], {"SUCCEEDED", "FAILED"}, timeout=90)  # the idle one gave way
+    assert done["state"] == "SUCCEEDED", done
+    assert idle not in jp_serverapp.kernel_manager and busy in jp_serverapp.kernel_manager
+
+    async def busy_done():
+        return jp_serverapp.kernel_manager.get_kernel(busy).execution_state == "idle" or None
+
+    await wait_for_async(busy_done, 30, "the busy kernel's cell done")
+    await asyncio.sleep(1.5)  # one more look by its provisioner
+    requests_of = {j.spec.notebook.removeprefix("kernel:"): j for j in interactive_jobs(service)}
+    busy_s = service.info[requests_of[busy].id].busy_s
+    idle_info = service.info[requests_of[idle].id]
+    assert busy_s >= 3 and idle_info.busy_s < busy_s, (busy_s, idle_info)
+    assert idle_info.reclaimed_idle_s is not None and idle_info.reclaimed_idle_s >= IDLE["interactive_idle_timeout"]
+
+    code, after = await api("GET", "interactive")
+    now = after["users"][user]
+    assert now["held_gpu_hours"] > first["held_gpu_hours"]
+    assert busy_s / 3600 * 0.99 <= now["executing_gpu_hours"] < now["held_gpu_hours"]
+    assert now["reclaims"] == 1 and now["reclaimed_idle_gpu_hours"] == pytest.approx(idle_info.reclaimed_idle_s / 3600)
+    text = (await jp_fetch("gpusched", "metrics")).body.decode()
+    assert f'gpusched_interactive_reclaims_total{{user="{user}"}} 1' in text
+    assert _metric(text, "gpusched_interactive_held_gpu_hours") >= now["held_gpu_hours"]
+    assert _metric(text, "gpusched_interactive_executing_gpu_hours") >= now["executing_gpu_hours"] > 0
+    assert _metric(text, "gpusched_interactive_reclaimed_idle_gpu_hours") == pytest.approx(
+        now["reclaimed_idle_gpu_hours"]
+    )
+    client.stop_channels()
+    await jp_fetch("api", "kernels", busy, method="DELETE")

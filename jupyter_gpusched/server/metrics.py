@@ -6,6 +6,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ..core import JobState
+from ..service.interactive import kernel_usage
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..service import Service
@@ -76,6 +77,7 @@ def render_metrics(service: Service) -> str:
         ],
     )
     _stall_metrics(service, metric)
+    _interactive_metrics(service, metric)
     return "\n".join(lines) + "\n"
 
 
@@ -108,6 +110,22 @@ def _stall_metrics(service: Service, metric: Any) -> None:
         ("gpusched_tenant_data_wait_gpu_hours", "waiting_on_data", "Of those, GPU-hours spent waiting on data."),
     ):
         metric(name, "counter", help_, [({"tenant": t}, v[key]) for t, v in sorted(hours.items())])
+
+
+def _interactive_metrics(service: Service, metric: Any) -> None:
+    """GPU kernels (docs/interactive.md): GPU-hours held vs executing, idle GPU-hours reclaimed, per user."""
+    usage = sorted(kernel_usage(service.scheduler.jobs.values(), service.info, service.clock()).items())
+    for name, key, help_ in (
+        ("gpusched_interactive_held_gpu_hours", "held", "GPU-hours held by GPU kernels."),
+        ("gpusched_interactive_executing_gpu_hours", "executing", "Of those, GPU-hours with the kernel executing."),
+        (
+            "gpusched_interactive_reclaimed_idle_gpu_hours",
+            "reclaimed_idle",
+            "GPU-hours that kernels given back by idle reclaim had sat idle.",
+        ),
+        ("gpusched_interactive_reclaims_total", "reclaims", "GPU kernels shut down by idle reclaim."),
+    ):
+        metric(name, "counter", help_, [({"user": u}, v[key]) for u, v in usage])
 
 
 def render_scaling_metrics(rec: dict[str, Any]) -> str:

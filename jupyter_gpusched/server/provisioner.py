@@ -161,24 +161,30 @@ class GPUKernelProvisioner(LocalProvisioner):
             await asyncio.sleep(self.poll_interval)
 
     async def _watch_idle(self) -> None:
-        """Warn, then shut down, this kernel while it holds GPUs, runs nothing and others wait (core/idle.py)."""
+        """While the kernel holds GPUs: count its busy seconds (the interactive metrics), and warn, then shut
+        it down, while it runs nothing and others wait (core/idle.py)."""
         service = self._settings().service
         assert service is not None
         policy = service.config.interactive_idle
-        if not policy.enabled:
-            return
         self.idle = clock = IdleClock(idle_since=service.clock())
-        interval = max(0.1, min(5.0, policy.timeout / 4, policy.warn_for / 4))
+        # Sampled each second at most: the busy seconds are as fine as that.
+        interval = max(0.1, min(1.0, policy.timeout / 4, policy.warn_for / 4)) if policy.enabled else 1.0
+        looked_at = service.clock()
         while self.job_id is not None:
             await asyncio.sleep(interval)
             job = service.scheduler.jobs.get(self.job_id or "")
             if job is None or job.state is not JobState.RUNNING:
                 return
             now, km = service.clock(), self.parent
+            busy = getattr(km, "execution_state", "") == "busy"
+            if busy and job.id in service.info:
+                service.info[job.id].busy_s += max(0.0, now - looked_at)
+            looked_at = now
+            if not policy.enabled:
+                continue
             last = getattr(km, "last_activity", None)
             if last is not None:
                 clock.activity(last.timestamp())
-            busy = getattr(km, "execution_state", "") == "busy"
             action = idle_action(clock, now, busy, len(service.scheduler.queue) > 0, policy)
             if action is IdleAction.WARN:
                 clock.warned_at = now
@@ -194,6 +200,8 @@ class GPUKernelProvisioner(LocalProvisioner):
             elif action is IdleAction.RECLAIM:
                 idle_min = (now - clock.idle_since) / 60
                 self._release_why = f"idle {idle_min:.0f} min while others waited: GPUs reclaimed"
+                if job.id in service.info:
+                    service.info[job.id].reclaimed_idle_s = now - clock.idle_since
                 self.log.warning("kernel %s: %s", self.kernel_id, self._release_why)
                 self._idle_watch = None  # cleanup() must not cancel this task mid-shutdown
                 assert km is not None

@@ -30,6 +30,9 @@ class JobInfo:
     # Notifications (notify_jobs.py): the job's targets (Target.to_dict), the deliveries done or given up on.
     notify: list[dict[str, Any]] | None = None
     notified: list[str] = field(default_factory=list)
+    # A GPU kernel's request (docs/interactive.md), as its provisioner saw the kernel:
+    busy_s: float = 0.0  # seconds its kernel was executing (execution_state busy)
+    reclaimed_idle_s: float | None = None  # reclaimed for idleness: how long it had been idle; None: not reclaimed
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> JobInfo:

@@ -10,9 +10,11 @@ allocation and cancels the request when the kernel shuts down, which frees the G
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..core import Job, JobState, Scheduler
+from .info import JobInfo
 
 RESTART_REASON = "the server restarted: its kernel went with it, so its GPUs are released"
 
@@ -57,3 +59,31 @@ def release_after_restart(scheduler: Scheduler, job: Job, now: float) -> Job:
     job.allocation, job.borrowed = (), False  # held nothing in this run: nothing to free but its quota charge
     scheduler.restore(job)
     return scheduler.cancel(job.id, now, actor="gpusched", reason=RESTART_REASON)
+
+
+HOUR = 3600.0
+
+
+def kernel_usage(jobs: Iterable[Job], info: Mapping[str, JobInfo], now: float) -> dict[str, dict[str, float]]:
+    """GPU kernels' GPU-hours per user: `held` (reserved), `executing` (of those, the kernel busy: its
+    provisioner samples execution_state), `reclaimed_idle` (the idle stretch of kernels whose GPUs idle
+    reclaim gave back, times their GPUs), `reclaims` and `kernels` (requests that held GPUs)."""
+    users: dict[str, dict[str, float]] = {}
+    for job in jobs:
+        if not job.spec.interactive or job.first_started_at is None:
+            continue  # a kernel that never held GPUs costs nothing
+        held_s = job.attained_gpu_s
+        if job.state is JobState.RUNNING and job.started_at is not None:
+            held_s += max(0.0, now - job.started_at) * job.gpus
+        known = info.get(job.id) or JobInfo()
+        row = users.setdefault(
+            job.spec.owner,
+            {"held": 0.0, "executing": 0.0, "reclaimed_idle": 0.0, "reclaims": 0, "kernels": 0},
+        )
+        row["kernels"] += 1
+        row["held"] += held_s / HOUR
+        row["executing"] += min(held_s, known.busy_s * job.gpus) / HOUR
+        if known.reclaimed_idle_s is not None:
+            row["reclaims"] += 1
+            row["reclaimed_idle"] += known.reclaimed_idle_s * job.gpus / HOUR
+    return users

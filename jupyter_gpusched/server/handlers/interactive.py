@@ -6,7 +6,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ...core import Job, JobState
-from ...service.interactive import waiting
+from ...service.interactive import kernel_usage, waiting
 from ..base import GPUSchedHandler, api_errors
 from ..provisioner import GPUKernelProvisioner
 from ..serialize import job_json
@@ -61,3 +61,26 @@ class KernelKeepHandler(KernelRequestMixin):
         if not isinstance(provisioner, GPUKernelProvisioner):
             raise ApiError(409, "conflict", f"kernel {kernel_id!r} holds no GPUs on this server", "kernel_id")
         self.finish({"kept_seconds": provisioner.keep()})
+
+
+class KernelUsageHandler(GPUSchedHandler):
+    @web.authenticated
+    @authorized
+    @api_errors
+    async def get(self):
+        """GPU kernels' GPU-hours per user: held, executing, idle reclaimed (every user's for admins)."""
+        service = self.service
+        usage = kernel_usage(service.scheduler.jobs.values(), service.info, service.clock())
+        if not self.is_admin:
+            usage = {u: v for u, v in usage.items() if u == self.user_name}
+        users = {
+            u: {
+                "held_gpu_hours": v["held"],
+                "executing_gpu_hours": v["executing"],
+                "reclaimed_idle_gpu_hours": v["reclaimed_idle"],
+                "reclaims": int(v["reclaims"]),
+                "kernels": int(v["kernels"]),
+            }
+            for u, v in sorted(usage.items())
+        }
+        self.finish({"users": users})
