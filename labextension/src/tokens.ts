@@ -20,14 +20,15 @@ export type JobState =
  * so a state added to the type fails to compile until it is given its place here (one edit).
  */
 const STATE_ORDER: Record<JobState, number> = {
-  QUEUED: 0,
-  ADMITTED: 1,
-  RUNNING: 2,
-  SUCCEEDED: 3,
-  FAILED: 4,
-  CANCELLED: 5,
-  PREEMPTED: 6,
-  LOST: 7
+  WAITING: 0,
+  QUEUED: 1,
+  ADMITTED: 2,
+  RUNNING: 3,
+  SUCCEEDED: 4,
+  FAILED: 5,
+  CANCELLED: 6,
+  PREEMPTED: 7,
+  LOST: 8
 };
 export const JOB_STATES: ReadonlyArray<JobState> = (
   Object.keys(STATE_ORDER) as JobState[]
