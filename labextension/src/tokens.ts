@@ -94,6 +94,8 @@ export interface IJob {
   when: 'succeeded' | 'ended';
   /** The pipeline it was submitted in, if any. */
   pipeline_id: string | null;
+  /** The recurring schedule this job is a run of (docs/schedules.md), or null. */
+  schedule_id: string | null;
 }
 
 /** `GET gpusched/api/pipelines/{id}`: the steps (jobs, in step order) and the edges [from, to]. */
@@ -102,8 +104,6 @@ export interface IPipeline {
   state: 'WAITING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED';
   steps: IJob[];
   edges: number[][];
-  /** The recurring schedule this job is a run of (docs/schedules.md), or null. */
-  schedule_id: string | null;
 }
 
 /** `IJob.waiting_on_data`: GPU utilisation (%), CPU cores, storage MiB/s, and what may help. */
@@ -141,6 +141,9 @@ export interface IJobDetail extends IJob {
   activity: Record<string, unknown> | null;
   /** GPU-hours reported on, of which idle, of which waiting on data. */
   gpu_hours: { allocated: number; idle: number; waiting_on_data: number };
+  /** Its notification targets, and the deliveries done or given up on. */
+  notify: INotifyTarget[] | null;
+  notified: string[];
 }
 
 /** The body of `POST gpusched/api/jobs`. */
@@ -157,8 +160,18 @@ export interface IJobSubmit {
   stall_timeout?: number | null;
   cpus?: number;
   memory?: number;
+  /** Where word of its start or end goes (docs/notifications.md); absent: my defaults; []: none. */
+  notify?: (string | INotifyTarget)[];
   after?: string[];
   when?: 'succeeded' | 'ended';
+}
+
+/** One notification target: a channel and the events it wants. */
+export interface INotifyTarget {
+  webhook?: string;
+  email?: string;
+  apprise?: string;
+  events?: string[];
 }
 
 /** The fields of `IJobSubmit`, in the API's order (held equal to openapi.yaml by a test). */
@@ -175,6 +188,7 @@ export const SUBMIT_FIELDS: ReadonlyArray<keyof IJobSubmit> = [
   'stall_timeout',
   'cpus',
   'memory',
+  'notify',
   'after',
   'when'
 ];
