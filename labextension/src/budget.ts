@@ -2,7 +2,7 @@
  * Budgets in words: the panel's "used / budget this period" bar and what a job would cost
  * before it is submitted (docs/budgets.md). Pure functions of the API's shapes.
  */
-import { IBudgetBar, IClusterPool } from './tokens';
+import { IBudgetBar, IClusterPool, IMe, IQueues } from './tokens';
 
 /** Percent of the budget used (100+ when over; a zero budget is 100% once anything is spent). */
 export function budgetPercent(bar: IBudgetBar): number {
@@ -127,4 +127,67 @@ export function costText(
   return priced
     ? `${priceRange(lo * q.gpus, hi * q.gpus)} per hour (no max runtime)`
     : null;
+}
+
+/** Where shown warnings are remembered (window.localStorage in Lab). */
+export interface IKeyValueStore {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+}
+
+/** A budget warning to show once: the 80% (warning) or 100% (over) level of a tenant's period. */
+export interface IBudgetAlert {
+  key: string;
+  state: 'warning' | 'over';
+  text: string;
+}
+
+const SEEN_KEY = 'jupyter-gpusched:budget-warnings-shown';
+
+/**
+ * The budget warnings not shown yet, once per tenant, period and level (remembered across
+ * reloads in `store`). A tenant first seen over its budget gets only the 100% one.
+ */
+export class BudgetAlerts {
+  constructor(private readonly _store: IKeyValueStore | null = null) {
+    try {
+      const saved = JSON.parse(this._store?.getItem(SEEN_KEY) ?? '[]');
+      this._seen = new Set(Array.isArray(saved) ? saved.map(String) : []);
+    } catch {
+      this._seen = new Set();
+    }
+  }
+
+  due(me: IMe | null, queues: IQueues | null): IBudgetAlert[] {
+    const out: IBudgetAlert[] = [];
+    for (const tenant of [...(me?.tenants ?? [])].sort()) {
+      const bar = queues?.queues[tenant]?.budget;
+      if (!bar || bar.state === 'ok') {
+        continue;
+      }
+      const keys = (['warning', 'over'] as const)
+        .filter(s => s === 'warning' || bar.state === 'over')
+        .map(s => `${tenant}|${bar.period}|${s}`);
+      const fresh = keys.filter(k => !this._seen.has(k));
+      if (fresh.length === 0) {
+        continue;
+      }
+      keys.forEach(k => this._seen.add(k));
+      out.push({
+        key: keys[keys.length - 1],
+        state: bar.state,
+        text: budgetText(tenant, bar)
+      });
+    }
+    if (out.length) {
+      // keep the last few hundred: periods roll over
+      this._store?.setItem(
+        SEEN_KEY,
+        JSON.stringify([...this._seen].slice(-300))
+      );
+    }
+    return out;
+  }
+
+  private _seen: Set<string>;
 }

@@ -2,7 +2,7 @@ import { ReactWidget } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 import * as React from 'react';
 
-import { budgetText, budgetWaitText, costText } from '../budget';
+import { BudgetAlerts, budgetText, budgetWaitText, costText } from '../budget';
 import { BudgetBars, JobCost } from '../components/BudgetBar';
 import { IBudgetBar, IClusterPool, IMe, IQueues } from '../tokens';
 
@@ -203,5 +203,64 @@ describe('BudgetBars and JobCost', () => {
     expect(node.querySelector('.jp-GPUSched-budgetWait')!.textContent).toMatch(
       /^vision is over its budget for 2026-12 .*this job will wait until/
     );
+  });
+});
+
+describe('BudgetAlerts', () => {
+  const me: IMe = {
+    name: 'al',
+    admin: false,
+    tenants: ['vision'],
+    default_tenant: 'vision'
+  };
+  const queue = {
+    quota: 4,
+    burst: null,
+    used: 0,
+    borrowed: 0,
+    queued: 0,
+    queued_gpus: 0,
+    running: 0
+  };
+  const queues = (b: IBudgetBar | null): IQueues => ({
+    policy: 'dynamic',
+    queues: { vision: { ...queue, budget: b } }
+  });
+
+  it('warns once per level and period, remembered across reloads', () => {
+    const saved = new Map<string, string>();
+    const store = {
+      getItem: (k: string) => saved.get(k) ?? null,
+      setItem: (k: string, v: string) => void saved.set(k, v)
+    };
+    const alerts = new BudgetAlerts(store);
+    expect(alerts.due(me, queues(bar({ state: 'ok', used: 10 })))).toEqual([]);
+    const warned = alerts.due(me, queues(bar()));
+    expect(warned.map(a => a.state)).toEqual(['warning']);
+    expect(warned[0].text).toMatch(/^vision: 412 \/ 500 GPU-h this month/);
+    expect(alerts.due(me, queues(bar()))).toEqual([]); // once
+    expect(
+      alerts
+        .due(me, queues(bar({ used: 501, state: 'over' })))
+        .map(a => a.state)
+    ).toEqual(['over']);
+    // a page reload: nothing again for this period; the next period warns anew
+    const reloaded = new BudgetAlerts(store);
+    expect(reloaded.due(me, queues(bar({ used: 501, state: 'over' })))).toEqual(
+      []
+    );
+    expect(
+      reloaded.due(me, queues(bar({ period: '2027-01' }))).map(a => a.key)
+    ).toEqual(['vision|2027-01|warning']);
+  });
+
+  it('a tenant first seen over its budget gets the 100% warning only; no budget, no warning', () => {
+    const alerts = new BudgetAlerts();
+    expect(
+      alerts.due(me, queues(bar({ used: 600, state: 'over' }))).map(a => a.key)
+    ).toEqual(['vision|2026-12|over']);
+    expect(alerts.due(me, queues(bar()))).toEqual([]); // its 80% was passed on the way
+    expect(alerts.due(me, queues(null))).toEqual([]);
+    expect(alerts.due(null, queues(bar({ period: 'x' })))).toEqual([]);
   });
 });
