@@ -1,6 +1,6 @@
 """The budget views in a real JupyterLab (Debian's Chromium, Playwright): a tenant with a hard money
-budget it has already spent shows a red "used / budget this period" bar above the form, and the form
-says what a job would cost and that it will wait. Screenshots of the panel in the light and dark
+budget it has already spent shows a red "used / budget this period" bar above the form and a toast,
+and the form says what a job would cost and that it will wait. Screenshots of the panel in the light and dark
 themes go to test-artifacts/ (budget-panel-light.png, budget-panel-dark.png)."""
 
 from __future__ import annotations
@@ -74,6 +74,8 @@ def test_budget_bar_and_the_forms_cost_in_light_and_dark(lab: Lab):
             text = budget.locator(".jp-GPUSched-budgetText")
             expect(text).to_contain_text(re.compile(r"^default: \$0\.0\d / \$0\.01 this month \(\d+%\), resets 1 "))
             expect(text).to_contain_text("over budget: new jobs wait")
+            # the 100% warning: a toast, once (the bar stays)
+            expect(page.locator(".Toastify__toast", has_text="Budget: default: ")).to_have_count(1)
             meter = budget.get_by_role("meter")
             assert meter.get_attribute("aria-label") == text.inner_text()
             fill = budget.locator(".jp-GPUSched-budgetFill")
@@ -96,6 +98,7 @@ def test_budget_bar_and_the_forms_cost_in_light_and_dark(lab: Lab):
             expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "true", timeout=30_000)
             page.wait_for_timeout(500)
             panel.screenshot(path=str(ARTIFACTS / "budget-panel-light.png"))
+            page.screenshot(path=str(ARTIFACTS / "budget-lab-light.png"))  # the toast, bottom right
             page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
             expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "false", timeout=30_000)
             page.wait_for_timeout(500)
