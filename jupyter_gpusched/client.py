@@ -238,9 +238,11 @@ class Client:
         params = {"minutes": minutes, **({"tenant": tenant} if tenant else {})}
         return self._request("GET", "usage", params=params).json()
 
-    def usage_report(self, period: str = "month", by: str = "tenant", fmt: str = "json") -> Any:
-        """Showback this period (docs/budgets.md): a dict, or the CSV text with fmt="csv"."""
-        r = self._request("GET", "usage/report", params={"period": period, "by": by, "format": fmt})
+    def usage_report(self, period: str = "month", by: str = "tenant", fmt: str = "json", bucket: str = "period") -> Any:
+        """Showback this period (docs/budgets.md): a dict, or the CSV text with fmt="csv";
+        bucket="day" adds each day's rows."""
+        params = {"period": period, "by": by, "format": fmt, **({"bucket": bucket} if bucket != "period" else {})}
+        r = self._request("GET", "usage/report", params=params)
         return r.text if fmt == "csv" else r.json()
 
     def interactive_usage(self) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -86,7 +87,14 @@ def dash_server(tmp_path_factory):
                     },
                     "identity_provider_class": "test_dashboard.TokenUsers",
                 },
-                "GPUSched": {"admin_users": ["alice"], "identity_usernames": True, "local_gpus": 2},
+                "GPUSched": {
+                    "admin_users": ["alice"],
+                    "identity_usernames": True,
+                    "local_gpus": 2,
+                    # a budget and a price: the showback section has both to draw
+                    "tenants": {"default": {"quota": 2, "budget": {"gpu_hours": 100, "period": "month"}}},
+                    "pools": {"local": {"price_per_gpu_hour": 2.5}},
+                },
             }
         )
     )
@@ -146,15 +154,18 @@ def test_dashboard_runs_top_to_bottom_in_a_real_kernel(dash_server, monkeypatch)
     assert not errors, errors
     models = widget_models(nb)
     images = [m for m in models if m["model_name"] == "ImageModel"]
-    assert len(images) >= 8, "seven dashboard plots (GPU kernels included) and the forecast chart"
+    assert len(images) >= 9, "eight dashboard plots (GPU kernels and showback included) and the forecast chart"
     pngs = [base64.b64decode(b["data"]) for m in images for b in m.get("buffers", []) if b["path"] == ["value"]]
-    assert len(pngs) >= 8 and all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert len(pngs) >= 9 and all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)  # what the dashboard drew, for people to look at
     for i, png in enumerate(pngs):
         (ARTIFACTS / f"panel-{i}.png").write_bytes(png)
     html = " ".join(str(m["state"].get("value", "")) for m in models if m["model_name"] == "HTMLModel")
     assert "GPUs allocated" in html and "updated" in html
     assert "queued" in html or "No alerts" in html or "alert" in html
+    # showback: the budget table (the running job spends it) and the per-day plots
+    assert "Showback this month" in html and "used / budget" in html
+    assert re.search(r"<td>default</td><td>[\d.]+ GPU-h / 100\.0 GPU-h</td><td[^>]*>ok</td><td>soft</td>", html), html
     if dash_server.seeded:  # 8 days of real demand: the model selected by backtest, with its skill
         fc = requests.get(
             f"{dash_server.url}gpusched/api/forecast",

@@ -21,6 +21,7 @@ log = logging.getLogger("jupyter_gpusched")
 
 REPORT_PERIODS = ("day", "week", "month")
 REPORT_BY = ("tenant", "user", "job")
+REPORT_BUCKETS = ("period", "day")
 
 
 class Budgets:
@@ -71,13 +72,22 @@ class Budgets:
         st = self.statuses.get(tenant)
         return None if st is None else st.as_dict()
 
-    def report(self, period: str, by: str, now: float, user: str | None = None, tenant: str | None = None) -> dict:
+    def report(
+        self,
+        period: str,
+        by: str,
+        now: float,
+        user: str | None = None,
+        tenant: str | None = None,
+        bucket: str = "period",
+    ) -> dict:
         """Showback for the current calendar `period` (in the budgets' time zone when they share
-        one, else UTC). `user`: only that user's jobs; `tenant`: only that tenant's budget and warnings."""
+        one, else UTC). `user`: only that user's jobs; `tenant`: only that tenant's budget and warnings.
+        `bucket="day"` adds `days`: the same rows for each day of the period up to today."""
         zones = {b.timezone for b in self.budgets.values()}
         zone = zones.pop() if len(zones) == 1 else "UTC"
         start, end, label = period_bounds(Budget(0.0, period=period, timezone=zone), now)
-        return {
+        report = {
             "period": label,
             "start": start,
             "end": end,
@@ -87,3 +97,17 @@ class Budgets:
             "budgets": {t: st.as_dict() for t, st in self.statuses.items() if tenant is None or t == tenant},
             "warnings": self.store.budget_warnings(tenant) if user is None or tenant is not None else [],
         }
+        if bucket == "day":
+            report["days"] = self._days(start, min(end, now), zone, by, now, user)
+        return report
+
+    def _days(self, start: float, until: float, zone: str, by: str, now: float, user: str | None) -> list[dict]:
+        """Rows per calendar day (midnight to midnight in `zone`) from `start` to the day holding `until`."""
+        days = []
+        t = start
+        while t <= until:
+            day_start, day_end, label = period_bounds(Budget(0.0, period="day", timezone=zone), t)
+            rows = self.ledger.rows(day_start, day_end, now, by, owner=user)
+            days.append({"day": label, "start": day_start, "rows": rows})
+            t = day_end
+        return days

@@ -21,6 +21,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 
 import { JobActions } from './actions';
 import { GPUSchedAPI } from './api';
+import { BudgetAlerts } from './budget';
 import { addCommands } from './commands';
 import { addPipelineCommands } from './pipelines';
 import { SchedulesModel } from './components/Schedules';
@@ -178,6 +179,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
             }
           );
         }
+      }
+    });
+
+    // Budget warnings (80%, 100%) of my tenants: a toast once per level and period; the bar stays.
+    const budgetAlerts = new BudgetAlerts(window.localStorage);
+    model.changed.connect(() => {
+      for (const alert of budgetAlerts.due(model.me, model.queues)) {
+        const toast =
+          alert.state === 'over' ? Notification.error : Notification.warning;
+        toast(`Budget: ${alert.text}`, { autoClose: 10000 });
       }
     });
 

@@ -244,6 +244,22 @@ export interface IQueue {
   interactive_cap?: number;
   interactive_queued?: number;
   interactive_running?: number;
+  /** The tenant's budget this period (docs/budgets.md); null: it has none. */
+  budget?: IBudgetBar | null;
+}
+
+/** `IQueue.budget`: what the tenant spent this period against its budget. */
+export interface IBudgetBar {
+  used: number;
+  budget: number;
+  unit: 'gpu_hours' | 'money';
+  /** The period's label: `2026-12`, `week of 2026-11-30`, `2026-12-03`, `month from 2026-11-15`. */
+  period: string;
+  /** When the period ends (the budget resets), epoch seconds. */
+  period_end: number;
+  state: 'ok' | 'warning' | 'over';
+  /** soft: over budget, jobs drop to the lowest class; hard: new jobs wait. */
+  enforce: 'soft' | 'hard';
 }
 
 export interface IQueues {

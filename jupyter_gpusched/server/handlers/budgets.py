@@ -8,7 +8,7 @@ import io
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ...service.budgets import REPORT_BY, REPORT_PERIODS
+from ...service.budgets import REPORT_BUCKETS, REPORT_BY, REPORT_PERIODS
 from ..base import GPUSchedHandler, api_errors
 from ..validation import ApiError
 
@@ -25,12 +25,13 @@ class UsageReportHandler(GPUSchedHandler):
         period = self._choice("period", "month", REPORT_PERIODS)
         by = self._choice("by", "tenant", REPORT_BY)
         fmt = self._choice("format", "json", FORMATS)
+        bucket = self._choice("bucket", "period", REPORT_BUCKETS)
         svc = self.service
         if self.is_admin:
-            report = svc.budgets.report(period, by, svc.clock())
+            report = svc.budgets.report(period, by, svc.clock(), bucket=bucket)
         else:
             tenant = svc.tenant_for(self.user_name, None)
-            report = svc.budgets.report(period, by, svc.clock(), user=self.user_name, tenant=tenant)
+            report = svc.budgets.report(period, by, svc.clock(), user=self.user_name, tenant=tenant, bucket=bucket)
         if fmt == "json":
             self.finish(report)
             return
@@ -46,8 +47,13 @@ class UsageReportHandler(GPUSchedHandler):
         ]
         writer = csv.DictWriter(out, ["period", *columns], lineterminator="\n")
         writer.writeheader()
-        for row in report["rows"]:
-            writer.writerow({"period": report["period"], **row})
+        # bucket=day: one block of rows per day, its "period" the day
+        blocks = (
+            [(d["day"], d["rows"]) for d in report["days"]] if bucket == "day" else [(report["period"], report["rows"])]
+        )
+        for label, rows in blocks:
+            for row in rows:
+                writer.writerow({"period": label, **row})
         self.set_header("Content-Disposition", f'attachment; filename="gpusched-usage-{period}-by-{by}.csv"')
         self.finish(out.getvalue(), set_content_type="text/csv; charset=utf-8")
 

@@ -4,6 +4,7 @@ import * as React from 'react';
 import { SubmitFormModel } from '../form';
 import { JobsModel } from '../model';
 import { PANEL_ID } from '../tokens';
+import { BudgetBars } from './BudgetBar';
 import { gpuIcon } from './icons';
 import { IJobActions, JobList } from './JobList';
 import { ScheduleBox, ScheduleList, SchedulesModel } from './Schedules';
@@ -71,14 +72,17 @@ export class GPUSchedPanel extends ReactWidget {
         </div>
         <UseSignal signal={model.changed}>
           {() => (
-            <SubmitForm
-              form={form}
-              queues={model.queues}
-              me={model.me}
-              cluster={model.cluster}
-              onSubmit={onSubmit}
-              onNotebookChange={onNotebookChange}
-            />
+            <>
+              <BudgetBars me={model.me} queues={model.queues} />
+              <SubmitForm
+                form={form}
+                queues={model.queues}
+                me={model.me}
+                cluster={model.cluster}
+                onSubmit={onSubmit}
+                onNotebookChange={onNotebookChange}
+              />
+            </>
           )}
         </UseSignal>
         {schedules && <ScheduleBox form={form} model={schedules} />}

@@ -3,6 +3,7 @@ import * as React from 'react';
 
 import { SubmitFormModel } from '../form';
 import { IParameterRow } from '../params';
+import { JobCost } from './BudgetBar';
 import { ICluster, IMe, IQueues, PRIORITIES, Priority } from '../tokens';
 
 export interface ISubmitFormProps {
@@ -306,6 +307,16 @@ function SubmitFormBody(props: ISubmitFormProps): JSX.Element {
         </Button>
       </fieldset>
 
+      <JobCost
+        gpus={v.gpus}
+        maxRuntime={v.maxRuntime}
+        gpuType={v.gpuType}
+        preemptible={v.preemptible}
+        tenant={v.tenant}
+        me={props.me}
+        queues={props.queues}
+        cluster={props.cluster}
+      />
       {form.formError && (
         <div className="jp-GPUSched-formError" role="alert">
           {form.formError}
