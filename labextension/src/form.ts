@@ -125,10 +125,22 @@ export function resubmitBody(d: IJobDetail): IJobSubmit {
     stall_timeout: d.stall_timeout,
     cpus: d.cpus,
     memory: d.memory,
+    notify: resubmitTargets(d.notify),
     // as asked: dependencies that have ended count at once (docs/pipelines.md)
     after: d.after,
     when: d.when
   };
+}
+
+/**
+ * The job's notification targets to ask for again: its webhooks and mail addresses. Apprise URLs hold
+ * secrets the server does not show back (only their scheme), so those are left out; none left: my defaults.
+ */
+export function resubmitTargets(
+  targets: Record<string, unknown>[] | undefined
+): Record<string, unknown>[] | undefined {
+  const kept = (targets ?? []).filter(t => !('apprise' in t));
+  return kept.length ? kept : undefined;
 }
 
 /** The form's values for submitting a job again with edits (the sidebar form, filled). */

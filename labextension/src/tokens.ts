@@ -142,8 +142,8 @@ export interface IJobDetail extends IJob {
   /** GPU-hours reported on, of which idle, of which waiting on data. */
   gpu_hours: { allocated: number; idle: number; waiting_on_data: number };
   /** Its notification targets, and the deliveries done or given up on. */
-  notify: INotifyTarget[] | null;
-  notified: string[];
+  notify?: Record<string, unknown>[];
+  notified?: string[];
 }
 
 /** The body of `POST gpusched/api/jobs`. */
@@ -171,7 +171,7 @@ export interface INotifyTarget {
   webhook?: string;
   email?: string;
   apprise?: string;
-  events?: string[];
+  events?: ('started' | 'succeeded' | 'failed' | 'cancelled')[];
 }
 
 /** The fields of `IJobSubmit`, in the API's order (held equal to openapi.yaml by a test). */

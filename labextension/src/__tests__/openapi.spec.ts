@@ -127,6 +127,10 @@ function compareType(
   raw: Schema,
   problems: string[]
 ): void {
+  if (ts.isParenthesizedTypeNode(type)) {
+    compareType(where, type.type, raw, problems);
+    return;
+  }
   const schema = resolve(raw);
   const [parts, nullable] = stripNull(type);
   if (nullable !== Boolean(schema.nullable)) {
@@ -135,6 +139,22 @@ function compareType(
     );
   }
   const text = parts.map(p => p.getText(source)).join(' | ');
+  if (schema.oneOf) {
+    // A union in the spec: each member of the type must match one of its alternatives.
+    for (const part of parts) {
+      const fits = (schema.oneOf as Schema[]).some(alt => {
+        const found: string[] = [];
+        compareType(where, part, alt, found);
+        return found.length === 0;
+      });
+      if (!fits) {
+        problems.push(
+          `${where}: ${part.getText(source)} matches none of the spec's oneOf`
+        );
+      }
+    }
+    return;
+  }
   if (schema.enum) {
     const values = literals(parts);
     const want = [...(schema.enum as string[])].sort();

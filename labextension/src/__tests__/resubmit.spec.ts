@@ -1,4 +1,4 @@
-import { resubmitBody } from '../form';
+import { resubmitBody, resubmitTargets } from '../form';
 import { IJobDetail, SUBMIT_FIELDS } from '../tokens';
 
 const detail: IJobDetail = {
@@ -36,7 +36,9 @@ const detail: IJobDetail = {
   cpus: 2,
   memory: 4096,
   activity: null,
-  gpu_hours: { allocated: 0, idle: 0, waiting_on_data: 0 }
+  gpu_hours: { allocated: 0, idle: 0, waiting_on_data: 0 },
+  notify: [{ email: 'me@example.org', events: ['failed'] }],
+  notified: []
 };
 
 describe('resubmit', () => {
@@ -46,5 +48,16 @@ describe('resubmit', () => {
     for (const key of SUBMIT_FIELDS) {
       expect(body[key]).toEqual(detail[key]);
     }
+  });
+
+  it('asks again for its webhook and mail targets, not for apprise URLs the server hides', () => {
+    const targets = [
+      { webhook: 'https://example.org/hook', events: ['succeeded'] },
+      { apprise: 'slack://' },
+      { email: 'me@example.org' }
+    ];
+    expect(resubmitTargets(targets)).toEqual([targets[0], targets[2]]);
+    expect(resubmitTargets([{ apprise: 'slack://' }])).toBeUndefined();
+    expect(resubmitTargets(undefined)).toBeUndefined();
   });
 });
