@@ -20,6 +20,7 @@ export type JobState =
  * so a state added to the type fails to compile until it is given its place here (one edit).
  */
 const STATE_ORDER: Record<JobState, number> = {
+  WAITING: -1, // for its dependencies: before the queue
   QUEUED: 0,
   ADMITTED: 1,
   RUNNING: 2,
@@ -93,6 +94,8 @@ export interface IJob {
   when: 'succeeded' | 'ended';
   /** The pipeline it was submitted in, if any. */
   pipeline_id: string | null;
+  /** The recurring schedule this job is a run of (docs/schedules.md), or null. */
+  schedule_id: string | null;
 }
 
 /** `GET gpusched/api/pipelines/{id}`: the steps (jobs, in step order) and the edges [from, to]. */
@@ -101,8 +104,6 @@ export interface IPipeline {
   state: 'WAITING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED';
   steps: IJob[];
   edges: number[][];
-  /** The recurring schedule this job is a run of (docs/schedules.md), or null. */
-  schedule_id: string | null;
 }
 
 /** `IJob.waiting_on_data`: GPU utilisation (%), CPU cores, storage MiB/s, and what may help. */
@@ -206,6 +207,8 @@ export interface IJobFilter {
   order?: 'asc' | 'desc';
   /** Free text: id, notebook, owner, tenant or reason contains it. */
   q?: string;
+  /** true: only GPU kernels' reservations; false: only jobs without a kernel; absent: both. */
+  interactive?: boolean;
 }
 
 export interface IJobEvent {
