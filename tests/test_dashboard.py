@@ -71,6 +71,38 @@ def seed_usage(data_dir: Path, days: int = 8) -> bool:
     return True
 
 
+# (owner, GPUs, hours held, hours executing, hours idle when reclaimed or None): what the kernels panel plots
+SEEDED_KERNELS = (("alice", 1, 2.0, 0.5, None), ("alice", 1, 1.5, 0.25, 1.0), ("bob", 2, 1.0, 0.4, None))
+
+
+def seed_kernels(data_dir: Path, root_dir: Path) -> None:
+    """GPU kernels' requests that held GPUs over the last hours (some busy time, one reclaimed idle), ended
+    before the server starts, so the dashboard's "held vs executing, idle reclaimed" plot has bars. Written by
+    the live service itself on a virtual clock, the way provisioners write them (docs/interactive.md)."""
+    from jupyter_gpusched.backends.local import LocalBackend
+    from jupyter_gpusched.service import Service, ServiceConfig
+    from jupyter_gpusched.store import default_url
+
+    now = [time.time() - 3 * 3600]
+    service = Service(
+        ServiceConfig(db_url=default_url(data_dir), data_dir=data_dir, root_dir=root_dir, memory_check_interval=0.0),
+        LocalBackend(virtual_gpus=4),
+        lambda: now[0],
+    )
+    for i, (owner, gpus, held_h, busy_h, idle_h) in enumerate(SEEDED_KERNELS):
+        job = service.submit(notebook=f"kernel:seeded-{i}", owner=owner, gpus=gpus, interactive=True)
+        service.tick()
+        assert job.state.value == "RUNNING", job
+        now[0] += held_h * 3600
+        service.info[job.id].busy_s = busy_h * 3600
+        if idle_h is not None:
+            service.info[job.id].reclaimed_idle_s = idle_h * 3600
+        service.cancel(job.id, actor="kernel seeded: shut down")
+        now[0] -= held_h * 3600  # the kernels overlapped
+    service.tick()
+    service.store.close()
+
+
 @pytest.fixture(scope="module")
 def dash_server(tmp_path_factory):
     base = tmp_path_factory.mktemp("dash")
@@ -100,6 +132,7 @@ def dash_server(tmp_path_factory):
     )
     server = new_live_server(base)
     seeded = seed_usage(server.data)
+    seed_kernels(server.data, server.root)
     (server.root / "notebooks").mkdir()
     shutil.copy(DASHBOARD, server.root / "notebooks" / "dashboard.ipynb")
     make_notebook(server.root / "notebooks" / "hold.ipynb", "import time; time.sleep(30)")
@@ -160,6 +193,14 @@ def test_dashboard_runs_top_to_bottom_in_a_real_kernel(dash_server, monkeypatch)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)  # what the dashboard drew, for people to look at
     for i, png in enumerate(pngs):
         (ARTIFACTS / f"panel-{i}.png").write_bytes(png)
+    kernels = requests.get(  # what the kernels panel drew its bars from: the seeded requests
+        f"{dash_server.url}gpusched/api/interactive",
+        headers={"Authorization": f"token {dash_server.token}"},
+        timeout=30,
+    ).json()["users"]
+    assert kernels["alice"]["held_gpu_hours"] == pytest.approx(3.5) and kernels["alice"]["reclaims"] == 1
+    assert kernels["alice"]["reclaimed_idle_gpu_hours"] == pytest.approx(1.0)
+    assert kernels["bob"]["executing_gpu_hours"] == pytest.approx(0.8)
     html = " ".join(str(m["state"].get("value", "")) for m in models if m["model_name"] == "HTMLModel")
     assert "GPUs allocated" in html and "updated" in html
     assert "queued" in html or "No alerts" in html or "alert" in html

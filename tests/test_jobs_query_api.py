@@ -59,3 +59,25 @@ async def test_list_sorts_by_column_and_filters_by_text(api, jp_root_dir):
     assert code == 400 and err["field"] == "order"
     for job_id in submitted:
         await api("DELETE", f"jobs/{job_id}")
+
+
+async def test_list_filters_kernel_reservations_apart(api, service, jp_root_dir):
+    """`?interactive=`: the lab's status bar counts jobs without the GPU kernels' reservations."""
+    make_notebook(jp_root_dir / "train.ipynb", "import time; time.sleep(30)")
+    code, job = await api("POST", "jobs", {"notebook": "train.ipynb"})
+    assert code == 201, job
+    kernel = service.submit(notebook="kernel:k1", owner=job["owner"], interactive=True)
+
+    async def ids(**query):
+        code, body = await api("GET", "jobs", **query)
+        assert code == 200, body
+        return sorted(j["id"] for j in body["jobs"])
+
+    assert await ids() == sorted([job["id"], kernel.id])
+    assert await ids(interactive="true") == [kernel.id]
+    assert await ids(interactive="false") == [job["id"]]
+    assert await ids(interactive="false", mine="true") == [job["id"]]
+    code, err = await api("GET", "jobs", interactive="maybe")
+    assert code == 400 and err["field"] == "interactive"
+    for job_id in (job["id"], kernel.id):
+        await api("DELETE", f"jobs/{job_id}")

@@ -197,7 +197,11 @@ export class GPUSchedAPI {
         offset: filter.offset,
         sort: filter.sort,
         order: filter.order,
-        q: filter.q || undefined
+        q: filter.q || undefined,
+        interactive:
+          filter.interactive === undefined
+            ? undefined
+            : String(filter.interactive)
       }
     );
   }

@@ -131,11 +131,16 @@ export interface IMyCounts {
   running: number;
   /** WAITING for their dependencies (pipelines); not yet in the queue. */
   waiting?: number;
+  /** GPU kernels holding GPUs (their reservations are not counted as jobs above). */
+  kernels?: number;
+  /** GPU kernels waiting for GPUs. */
+  kernelsQueued?: number;
 }
 
 /**
- * The status bar's text: `GPU jobs: 1 running, 1 starting, 2 queued · 3/4 GPUs free`
- * ("starting" only while some job is ADMITTED, so the usual text stays short).
+ * The status bar's text: `GPU jobs: 1 running, 1 starting, 2 queued · 1 GPU kernel · 3/4 GPUs free`
+ * ("starting" only while some job is ADMITTED, kernels only while some are held or wait, so the usual
+ * text stays short).
  */
 export function statusText(
   mine: IMyCounts | null,
@@ -152,8 +157,21 @@ export function statusText(
   if (mine.waiting) {
     counts.push(`${mine.waiting} waiting`);
   }
+  const kernels = kernelText(mine.kernels ?? 0, mine.kernelsQueued ?? 0);
   const gpus = cluster
     ? ` · ${cluster.free_gpus}/${cluster.total_gpus} GPUs free`
     : '';
-  return `GPU jobs: ${counts.join(', ')}${gpus}`;
+  return `GPU jobs: ${counts.join(', ')}${kernels}${gpus}`;
+}
+
+/** ` · 1 GPU kernel`, ` · 2 GPU kernels, 1 waiting`, ` · 1 GPU kernel waiting`; empty with none. */
+function kernelText(held: number, queued: number): string {
+  if (held === 0 && queued === 0) {
+    return '';
+  }
+  const noun = (n: number) => `GPU kernel${n === 1 ? '' : 's'}`;
+  if (held === 0) {
+    return ` · ${queued} ${noun(queued)} waiting`;
+  }
+  return ` · ${held} ${noun(held)}${queued ? `, ${queued} waiting` : ''}`;
 }

@@ -253,8 +253,10 @@ export function cellText(
   now: number = Date.now()
 ): string {
   switch (column.id) {
-    case 'name':
-      return notebookName(job);
+    case 'name': // a GPU kernel's reservation is named `kernel:<id>`: say what it is
+      return job.interactive
+        ? `${notebookName(job)} (interactive)`
+        : notebookName(job);
     case 'state':
       return job.state;
     case 'tenant':

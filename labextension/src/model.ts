@@ -199,19 +199,29 @@ export class JobsModel implements IDisposable {
     }
     try {
       const queuesDue = Date.now() - this._queuesAt > QUEUES_MAX_AGE_MS;
-      const [list, cluster, queues, me, running, starting, queued] =
-        await Promise.all([
-          this.api.listJobs({ limit: this._pageSize }),
-          this.api.cluster(),
-          queuesDue ? this.api.queues() : Promise.resolve(this._queues),
-          // rarely changes: with the queues; an older server without it is not an error
-          queuesDue
-            ? this.api.me().catch(() => null)
-            : Promise.resolve(this._me),
-          this._countMine('RUNNING'),
-          this._countMine('ADMITTED'),
-          this._countMine('QUEUED')
-        ]);
+      const [
+        list,
+        cluster,
+        queues,
+        me,
+        running,
+        starting,
+        queued,
+        kernels,
+        kernelsQueued
+      ] = await Promise.all([
+        this.api.listJobs({ limit: this._pageSize }),
+        this.api.cluster(),
+        queuesDue ? this.api.queues() : Promise.resolve(this._queues),
+        // rarely changes: with the queues; an older server without it is not an error
+        queuesDue ? this.api.me().catch(() => null) : Promise.resolve(this._me),
+        this._countMine('RUNNING'),
+        this._countMine('ADMITTED'),
+        this._countMine('QUEUED'),
+        // a kernel's reservation goes from QUEUED straight to RUNNING
+        this._countMine('RUNNING', true),
+        this._countMine('QUEUED', true)
+      ]);
       if (queuesDue) {
         this._queuesAt = Date.now();
       }
@@ -254,7 +264,9 @@ export class JobsModel implements IDisposable {
         running,
         starting,
         queued,
-        ...(waitingDeps ? { waiting: waitingDeps } : {})
+        ...(waitingDeps ? { waiting: waitingDeps } : {}),
+        ...(kernels ? { kernels } : {}),
+        ...(kernelsQueued ? { kernelsQueued } : {})
       };
       this._error = null;
       this._loaded = true;
@@ -275,10 +287,19 @@ export class JobsModel implements IDisposable {
   /**
    * How many of the caller's jobs are in `state` (one request, one job long: the total is what counts).
    * ADMITTED lasts while the job's kernel starts (seconds), so it is counted as "starting";
-   * PREEMPTED and LOST last about one scheduling pass.
+   * PREEMPTED and LOST last about one scheduling pass. Jobs and GPU kernels' reservations
+   * (`interactive`) are counted apart.
    */
-  private async _countMine(state: JobState): Promise<number> {
-    const page = await this.api.listJobs({ state, mine: true, limit: 1 });
+  private async _countMine(
+    state: JobState,
+    interactive = false
+  ): Promise<number> {
+    const page = await this.api.listJobs({
+      state,
+      mine: true,
+      interactive,
+      limit: 1
+    });
     return page.total;
   }
 

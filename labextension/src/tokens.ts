@@ -221,6 +221,8 @@ export interface IJobFilter {
   order?: 'asc' | 'desc';
   /** Free text: id, notebook, owner, tenant or reason contains it. */
   q?: string;
+  /** true: only GPU kernels' reservations; false: only jobs without a kernel; absent: both. */
+  interactive?: boolean;
 }
 
 export interface IJobEvent {

@@ -62,6 +62,9 @@ class JobsHandler(GPUSchedHandler):
             state=state.upper() if state else None, tenant=self.get_query_argument("tenant", None), owner=owner
         )
         jobs = match_text(jobs, self.get_query_argument("q", None))
+        if self.get_query_argument("interactive", None) is not None:  # kernels' reservations, or jobs only
+            interactive = self._bool_arg("interactive", False)
+            jobs = [j for j in jobs if j.spec.interactive == interactive]
         if (sort, order) != ("created", "desc"):  # the service already lists newest first
             jobs = sort_jobs(jobs, sort, order)
         self.finish(page_of_jobs(self, jobs))

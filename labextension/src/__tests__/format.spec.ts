@@ -21,6 +21,19 @@ describe('statusText', () => {
       'GPU jobs: 0 running, 0 queued'
     );
   });
+
+  it('shows GPU kernels apart from jobs, only when there are some', () => {
+    const none = { running: 1, starting: 0, queued: 0 };
+    expect(statusText({ ...none, kernels: 1 }, cluster)).toBe(
+      'GPU jobs: 1 running, 0 queued · 1 GPU kernel · 3/4 GPUs free'
+    );
+    expect(statusText({ ...none, kernels: 2, kernelsQueued: 1 }, null)).toBe(
+      'GPU jobs: 1 running, 0 queued · 2 GPU kernels, 1 waiting'
+    );
+    expect(statusText({ ...none, kernelsQueued: 1 }, null)).toBe(
+      'GPU jobs: 1 running, 0 queued · 1 GPU kernel waiting'
+    );
+  });
 });
 
 describe('outputFileName', () => {

@@ -7,6 +7,7 @@ import { JobsTable } from '../components/JobsView';
 import {
   aboutMinutes,
   ariaSort,
+  cellText,
   COLUMNS,
   DEFAULT_QUERY,
   etaText,
@@ -139,6 +140,18 @@ describe('mergePage', () => {
     expect(rows[2]).not.toBe(b);
     expect(rows[2].state).toBe('ADMITTED');
     expect(changed).toEqual(['c', 'b']);
+  });
+});
+
+describe('cellText', () => {
+  it("marks a GPU kernel's reservation as interactive in the name column", () => {
+    const name = column('name');
+    expect(cellText(name, makeJob('a', 'RUNNING'), undefined)).toBe('a.ipynb');
+    const kernel = makeJob('k', 'RUNNING', {
+      interactive: true,
+      notebook: 'kernel:1234'
+    });
+    expect(cellText(name, kernel, undefined)).toBe('kernel:1234 (interactive)');
   });
 });
 

@@ -16,8 +16,12 @@ describe('JobsModel', () => {
     server.routes['GET jobs'] = req => {
       const state = req.url.searchParams.get('state');
       const mine = req.url.searchParams.get('mine') === 'true';
+      const interactive = req.url.searchParams.get('interactive');
       const matching = jobs.filter(
-        j => (!state || j.state === state) && (!mine || j.owner === 'me')
+        j =>
+          (!state || j.state === state) &&
+          (!mine || j.owner === 'me') &&
+          (interactive === null || !!j.interactive === (interactive === 'true'))
       );
       const limit = Number(req.url.searchParams.get('limit') ?? 1000);
       return json({
@@ -81,6 +85,29 @@ describe('JobsModel', () => {
     expect(
       server.calls('jobs').map(r => r.url.searchParams.get('state'))
     ).toContain('ADMITTED');
+  });
+
+  it('counts my GPU kernels apart from my jobs', async () => {
+    jobs = [
+      job('a', 'RUNNING'),
+      job('k1', 'RUNNING', { interactive: true, notebook: 'kernel:1' }),
+      job('k2', 'QUEUED', { interactive: true, notebook: 'kernel:2' }),
+      job('k3', 'RUNNING', { interactive: true, owner: 'someone else' })
+    ];
+    await model.refresh();
+    expect(model.mine).toEqual({
+      running: 1,
+      starting: 0,
+      queued: 0,
+      kernels: 1,
+      kernelsQueued: 1
+    });
+    expect(
+      server
+        .calls('jobs')
+        .filter(r => r.url.searchParams.get('mine') === 'true')
+        .map(r => r.url.searchParams.get('interactive'))
+    ).toEqual(['false', 'false', 'false', 'true', 'true']);
   });
 
   it('reports state transitions between refreshes, not on the first load', async () => {
