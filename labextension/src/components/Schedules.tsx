@@ -123,7 +123,10 @@ export class SchedulesModel {
 }
 
 function localTime(iso: string | null): string {
-  return iso ? new Date(iso).toLocaleString() : '—';
+  // with the zone's name: the preview's cron is in the schedule's zone, this in the browser's
+  return iso
+    ? new Date(iso).toLocaleString(undefined, { timeZoneName: 'short' })
+    : '—';
 }
 
 function browserZone(): string {
