@@ -20,6 +20,8 @@ export interface IFormValues {
   preemptible: boolean;
   /** Text of the max runtime input, in minutes; '' = no limit. */
   maxRuntime: string;
+  /** "Notify me": targets, comma separated; '' = my defaults, 'none' = no notifications. */
+  notify: string;
   rows: IParameterRow[];
 }
 
@@ -35,6 +37,7 @@ const FIELD_OF: Record<string, string> = {
   tenant: 'tenant',
   preemptible: 'preemptible',
   max_runtime: 'maxRuntime',
+  notify: 'notify',
   parameters: 'parameters'
 };
 
@@ -47,6 +50,24 @@ export function formField(serverField: string | null): string | null {
     return serverField;
   }
   return FIELD_OF[serverField] ?? null;
+}
+
+/**
+ * The "Notify me" text as the job's `notify`: null (field left out: the user's defaults) when empty,
+ * [] for "none", else the comma-separated targets. The server checks each (400 naming `notify`).
+ */
+export function notifyTargets(text: string): string[] | null {
+  const targets = text
+    .split(',')
+    .map(t => t.trim())
+    .filter(t => t);
+  if (!targets.length) {
+    return null;
+  }
+  if (targets.length === 1 && targets[0].toLowerCase() === 'none') {
+    return [];
+  }
+  return targets;
 }
 
 /** The request body for the form's values, or the messages that stop it being sent. */
@@ -107,6 +128,10 @@ export function buildSubmit(values: IFormValues): {
   if (maxRuntime !== null) {
     spec.max_runtime = maxRuntime;
   }
+  const notify = notifyTargets(values.notify);
+  if (notify !== null) {
+    spec.notify = notify;
+  }
   return { spec, errors };
 }
 
@@ -154,6 +179,7 @@ export class SubmitFormModel {
       tenant: '',
       preemptible: false,
       maxRuntime: '',
+      notify: '',
       rows: []
     };
   }

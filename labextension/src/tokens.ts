@@ -20,14 +20,15 @@ export type JobState =
  * so a state added to the type fails to compile until it is given its place here (one edit).
  */
 const STATE_ORDER: Record<JobState, number> = {
-  QUEUED: 0,
-  ADMITTED: 1,
-  RUNNING: 2,
-  SUCCEEDED: 3,
-  FAILED: 4,
-  CANCELLED: 5,
-  PREEMPTED: 6,
-  LOST: 7
+  WAITING: 0,
+  QUEUED: 1,
+  ADMITTED: 2,
+  RUNNING: 3,
+  SUCCEEDED: 4,
+  FAILED: 5,
+  CANCELLED: 6,
+  PREEMPTED: 7,
+  LOST: 8
 };
 export const JOB_STATES: ReadonlyArray<JobState> = (
   Object.keys(STATE_ORDER) as JobState[]
@@ -93,6 +94,8 @@ export interface IJob {
   when: 'succeeded' | 'ended';
   /** The pipeline it was submitted in, if any. */
   pipeline_id: string | null;
+  /** The recurring schedule it is a run of, if any (docs/schedules.md). */
+  schedule_id: string | null;
 }
 
 /** `GET gpusched/api/pipelines/{id}`: the steps (jobs, in step order) and the edges [from, to]. */
@@ -140,6 +143,19 @@ export interface IJobDetail extends IJob {
   activity: Record<string, unknown> | null;
   /** GPU-hours reported on, of which idle, of which waiting on data. */
   gpu_hours: { allocated: number; idle: number; waiting_on_data: number };
+  /** Notification targets (an apprise URL only by its scheme), and the deliveries done. */
+  notify?: Record<string, unknown>[];
+  notified?: string[];
+}
+
+export type NotifyEvent = 'started' | 'succeeded' | 'failed' | 'cancelled';
+
+/** One notification channel (openapi.yaml's NotifyTarget in its object form). */
+export interface INotifyTarget {
+  webhook?: string;
+  email?: string;
+  apprise?: string;
+  events?: NotifyEvent[];
 }
 
 /** The body of `POST gpusched/api/jobs`. */
@@ -156,6 +172,8 @@ export interface IJobSubmit {
   stall_timeout?: number | null;
   cpus?: number;
   memory?: number;
+  /** Notification targets (docs/notifications.md); absent: the caller's defaults. */
+  notify?: (string | INotifyTarget)[];
   after?: string[];
   when?: 'succeeded' | 'ended';
 }
@@ -174,6 +192,7 @@ export const SUBMIT_FIELDS: ReadonlyArray<keyof IJobSubmit> = [
   'stall_timeout',
   'cpus',
   'memory',
+  'notify',
   'after',
   'when'
 ];
@@ -224,11 +243,25 @@ export interface IQueue {
   queued: number;
   queued_gpus: number;
   running: number;
+  /** The tenant's budget bar this period (docs/budgets.md); null: no budget. */
+  budget?: IBudgetBar | null;
   /** GPUs its interactive kernels hold, the most they may hold, kernels waiting, kernels holding GPUs. */
   interactive?: number;
   interactive_cap?: number;
   interactive_queued?: number;
   interactive_running?: number;
+}
+
+/** A tenant's budget this period (openapi.yaml's BudgetBar). */
+export interface IBudgetBar {
+  used: number;
+  budget: number;
+  unit: 'gpu_hours' | 'money';
+  period: string;
+  /** Epoch seconds. */
+  period_end: number;
+  state: 'ok' | 'warning' | 'over';
+  enforce: 'soft' | 'hard';
 }
 
 export interface IQueues {

@@ -128,6 +128,9 @@ function compareType(
   problems: string[]
 ): void {
   const schema = resolve(raw);
+  if (ts.isParenthesizedTypeNode(type)) {
+    type = type.type; // (string | INotifyTarget)[]
+  }
   const [parts, nullable] = stripNull(type);
   if (nullable !== Boolean(schema.nullable)) {
     problems.push(
@@ -143,6 +146,20 @@ function compareType(
         `${where}: the spec's values are ${want.join(', ')}, the type is ${text}`
       );
     }
+    return;
+  }
+  if (schema.oneOf) {
+    // one member of the union per alternative, in the spec's order
+    const alternatives = schema.oneOf as Schema[];
+    if (parts.length !== alternatives.length) {
+      problems.push(
+        `${where}: the spec has ${alternatives.length} alternatives, the type is ${text}`
+      );
+      return;
+    }
+    parts.forEach((p, i) =>
+      compareType(`${where}|${i}`, p, alternatives[i], problems)
+    );
     return;
   }
   if (parts.length !== 1) {
