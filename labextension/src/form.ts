@@ -6,7 +6,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { GPUSchedError } from './api';
 import { IParameterRow, rowsToParameters } from './params';
-import { IJobDetail, IJobSubmit, Priority } from './tokens';
+import { IJobDetail, IJobSubmit, INotifyTarget, Priority } from './tokens';
 
 export interface IFormValues {
   notebook: string;
@@ -135,6 +135,19 @@ export function buildSubmit(values: IFormValues): {
   return { spec, errors };
 }
 
+/**
+ * A job's targets to submit again: as shown, unless one is an apprise URL, which the API shows without
+ * its token (then left out: the user's defaults apply).
+ */
+function resubmitNotify(
+  targets: IJobDetail['notify']
+): IJobSubmit['notify'] | undefined {
+  if (!targets || targets.some(t => 'apprise' in t)) {
+    return undefined;
+  }
+  return targets as INotifyTarget[];
+}
+
 /** The body that submits a job again exactly as it was asked for. */
 export function resubmitBody(d: IJobDetail): IJobSubmit {
   return {
@@ -150,6 +163,7 @@ export function resubmitBody(d: IJobDetail): IJobSubmit {
     stall_timeout: d.stall_timeout,
     cpus: d.cpus,
     memory: d.memory,
+    notify: resubmitNotify(d.notify),
     // as asked: dependencies that have ended count at once (docs/pipelines.md)
     after: d.after,
     when: d.when

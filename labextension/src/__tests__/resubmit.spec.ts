@@ -36,7 +36,9 @@ const detail: IJobDetail = {
   cpus: 2,
   memory: 4096,
   activity: null,
-  gpu_hours: { allocated: 0, idle: 0, waiting_on_data: 0 }
+  gpu_hours: { allocated: 0, idle: 0, waiting_on_data: 0 },
+  notify: [{ webhook: 'https://hooks.example.org/gpu', events: ['failed'] }],
+  notified: []
 };
 
 describe('resubmit', () => {
@@ -46,5 +48,13 @@ describe('resubmit', () => {
     for (const key of SUBMIT_FIELDS) {
       expect(body[key]).toEqual(detail[key]);
     }
+  });
+
+  it('leaves out targets with an apprise URL (shown without its token)', () => {
+    const body = resubmitBody({
+      ...detail,
+      notify: [{ apprise: 'slack://…', events: ['failed'] }]
+    });
+    expect(body.notify).toBeUndefined();
   });
 });
