@@ -282,6 +282,28 @@ def test_refused_form_shows_the_servers_message_next_to_the_field(page: Page, la
 
     assert len(lab.api("GET", "jobs").json()["jobs"]) == before, "a refused submit must not queue anything"
 
+    # "Notify me": a target the server refuses shows its message at the field; a good one is the job's notify
+    notify = form.get_by_label("Notify me")
+    notify.fill("not an address")
+    form.get_by_role("button", name="Submit GPU job").click()
+    notify_error = page.locator("#gpusched-form-notify-error")
+    expect(notify_error).to_contain_text("not an address")
+    expect(notify).to_have_attribute("aria-invalid", "true")
+    page.locator(PANEL).screenshot(path=str(ARTIFACTS / "panel-notify-error.png"))
+    assert len(lab.api("GET", "jobs").json()["jobs"]) == before
+    notify.fill("http://127.0.0.1:9/gpu-hook, https://hooks.example.org/gpu")
+    expect(notify_error).to_have_count(0)
+    known = listed_ids(page)
+    form.get_by_role("button", name="Submit GPU job").click()
+    job_id = newest_job_id(page, "other.ipynb", known)
+    page.locator(PANEL).screenshot(path=str(ARTIFACTS / "panel-notify.png"))
+    detail = lab.api("GET", f"jobs/{job_id}").json()
+    assert detail["notify"] and [t.get("webhook") for t in detail["notify"]] == [
+        "http://127.0.0.1:9/gpu-hook",
+        "https://hooks.example.org/gpu",
+    ], detail
+    notify.fill("")  # the next tests' jobs get the defaults
+
 
 def test_submit_from_file_browser_context_menu_and_toolbar(page: Page, lab: Lab):
     page.click('.jp-SideBar [data-id="filebrowser"]')

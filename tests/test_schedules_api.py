@@ -75,6 +75,8 @@ async def test_a_due_schedule_runs_a_job_listed_under_it(api, jp_root_dir, servi
         ({"notebook": "nb.ipynb", "cron": "0 2 * * *", "gpus": 0}, "gpus", "invalid_value"),
         ({"notebook": "nb.ipynb", "cron": "0 2 * * *", "bogus": 1}, "bogus", "unknown_field"),
         ({"notebook": "missing.ipynb", "cron": "0 2 * * *"}, "notebook", "not_found"),
+        # refused when the schedule is made, not at each run
+        ({"notebook": "nb.ipynb", "cron": "0 2 * * *", "notify": ["not an address"]}, "notify", "invalid_value"),
     ],
 )
 async def test_bad_schedules_get_400_as_post_jobs_gives_them(api, jp_root_dir, body, field, error):
@@ -113,3 +115,13 @@ async def test_the_forecast_knows_the_scheduled_runs_of_the_horizon(api, jp_root
     first = next(i for i, t in enumerate(known["times"]) if t[14:16] == "00")  # the first whole hour's bucket
     assert series[first : first + 3] == [2, 2, 2] and series[first + 3 : first + 6] == [0, 0, 0]  # 30 min each
     assert sum(series) <= 10 * 3 * 2 and max(series) == 2
+
+
+async def test_a_bad_notify_target_is_refused_on_edit_too(api, jp_root_dir):
+    make_notebook(jp_root_dir / "nb.ipynb", "1 + 1")
+    code, sched = await api("POST", "schedules", {"notebook": "nb.ipynb", "cron": "0 2 * * *", "notify": []})
+    assert code == 201 and sched["job"]["notify"] == []
+    code, err = await api("PATCH", f"schedules/{sched['id']}", {"notify": ["ftp://nowhere"]})
+    assert code == 400 and err["field"] == "notify", err
+    code, same = await api("GET", f"schedules/{sched['id']}")
+    assert same["job"]["notify"] == []  # unchanged

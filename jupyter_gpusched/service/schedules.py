@@ -75,6 +75,7 @@ class Schedules:
     ) -> dict[str, Any]:
         self.service.require_owner()
         cron, timezone = self._when(cron, timezone)
+        self._check_notify(job)
         row = self.store.add(
             dict(
                 id=uuid.uuid4().hex[:12],
@@ -114,6 +115,7 @@ class Schedules:
             changes["cron"], changes["timezone"] = self._when(
                 changes.get("cron", row["cron"]), changes.get("timezone", row["timezone"])
             )
+        self._check_notify(changes.get("job"))
         for field, allowed in (("overlap", OVERLAPS), ("catch_up", CATCH_UPS)):
             if field in changes:
                 _choice(field, changes[field], allowed)
@@ -246,6 +248,11 @@ class Schedules:
             return check_cron(cron), timezone
         except ValueError as err:
             raise InvalidArgument(getattr(err, "message", str(err)), getattr(err, "field", "cron")) from None
+
+    def _check_notify(self, job: dict[str, Any] | None) -> None:
+        """A bad `notify` target is refused now (400 naming `notify`), not at each run."""
+        if job and job.get("notify") is not None:
+            self.service.notices.targets_for(job["notify"], "", "")
 
     @staticmethod
     def _base(row: dict[str, Any]) -> float:

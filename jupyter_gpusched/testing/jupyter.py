@@ -143,7 +143,12 @@ class Lab(LiveServer):
             port=free_port(),
             token=secrets.token_hex(16),
             log=base / "lab.log",
-            extra_args=("--GPUSched.local_gpus=2", "--LabApp.expose_app_in_browser=True"),
+            # a webhook secret, so "Notify me" can take a webhook URL
+            extra_args=(
+                "--GPUSched.local_gpus=2",
+                "--LabApp.expose_app_in_browser=True",
+                "--GPUSched.webhook_secret=browser-test-secret",
+            ),
             app="jupyterlab",
             env={
                 "JUPYTERLAB_SETTINGS_DIR": str(settings),

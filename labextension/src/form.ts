@@ -6,7 +6,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { GPUSchedError } from './api';
 import { IParameterRow, rowsToParameters } from './params';
-import { IJobDetail, IJobSubmit, Priority } from './tokens';
+import { IJobDetail, IJobSubmit, INotifyTarget, Priority } from './tokens';
 
 export interface IFormValues {
   notebook: string;
@@ -20,6 +20,8 @@ export interface IFormValues {
   preemptible: boolean;
   /** Text of the max runtime input, in minutes; '' = no limit. */
   maxRuntime: string;
+  /** "Notify me": targets, comma separated; '' = my defaults, 'none' = no notifications. */
+  notify: string;
   rows: IParameterRow[];
 }
 
@@ -35,6 +37,7 @@ const FIELD_OF: Record<string, string> = {
   tenant: 'tenant',
   preemptible: 'preemptible',
   max_runtime: 'maxRuntime',
+  notify: 'notify',
   parameters: 'parameters'
 };
 
@@ -47,6 +50,24 @@ export function formField(serverField: string | null): string | null {
     return serverField;
   }
   return FIELD_OF[serverField] ?? null;
+}
+
+/**
+ * The "Notify me" text as the job's `notify`: null (field left out: the user's defaults) when empty,
+ * [] for "none", else the comma-separated targets. The server checks each (400 naming `notify`).
+ */
+export function notifyTargets(text: string): string[] | null {
+  const targets = text
+    .split(',')
+    .map(t => t.trim())
+    .filter(t => t);
+  if (!targets.length) {
+    return null;
+  }
+  if (targets.length === 1 && targets[0].toLowerCase() === 'none') {
+    return [];
+  }
+  return targets;
 }
 
 /** The request body for the form's values, or the messages that stop it being sent. */
@@ -107,6 +128,10 @@ export function buildSubmit(values: IFormValues): {
   if (maxRuntime !== null) {
     spec.max_runtime = maxRuntime;
   }
+  const notify = notifyTargets(values.notify);
+  if (notify !== null) {
+    spec.notify = notify;
+  }
   return { spec, errors };
 }
 
@@ -137,10 +162,10 @@ export function resubmitBody(d: IJobDetail): IJobSubmit {
  * secrets the server does not show back (only their scheme), so those are left out; none left: my defaults.
  */
 export function resubmitTargets(
-  targets: Record<string, unknown>[] | undefined
-): Record<string, unknown>[] | undefined {
+  targets: IJobDetail['notify']
+): INotifyTarget[] | undefined {
   const kept = (targets ?? []).filter(t => !('apprise' in t));
-  return kept.length ? kept : undefined;
+  return kept.length ? (kept as INotifyTarget[]) : undefined;
 }
 
 /** The form's values for submitting a job again with edits (the sidebar form, filled). */
@@ -166,6 +191,7 @@ export class SubmitFormModel {
       tenant: '',
       preemptible: false,
       maxRuntime: '',
+      notify: '',
       rows: []
     };
   }

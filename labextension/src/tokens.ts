@@ -94,7 +94,7 @@ export interface IJob {
   when: 'succeeded' | 'ended';
   /** The pipeline it was submitted in, if any. */
   pipeline_id: string | null;
-  /** The recurring schedule this job is a run of (docs/schedules.md), or null. */
+  /** The recurring schedule it is a run of, if any (docs/schedules.md). */
   schedule_id: string | null;
 }
 
@@ -141,9 +141,19 @@ export interface IJobDetail extends IJob {
   activity: Record<string, unknown> | null;
   /** GPU-hours reported on, of which idle, of which waiting on data. */
   gpu_hours: { allocated: number; idle: number; waiting_on_data: number };
-  /** Its notification targets, and the deliveries done or given up on. */
+  /** Notification targets (an apprise URL only by its scheme), and the deliveries done. */
   notify?: Record<string, unknown>[];
   notified?: string[];
+}
+
+export type NotifyEvent = 'started' | 'succeeded' | 'failed' | 'cancelled';
+
+/** One notification channel (openapi.yaml's NotifyTarget in its object form). */
+export interface INotifyTarget {
+  webhook?: string;
+  email?: string;
+  apprise?: string;
+  events?: NotifyEvent[];
 }
 
 /** The body of `POST gpusched/api/jobs`. */
@@ -160,18 +170,10 @@ export interface IJobSubmit {
   stall_timeout?: number | null;
   cpus?: number;
   memory?: number;
-  /** Where word of its start or end goes (docs/notifications.md); absent: my defaults; []: none. */
+  /** Notification targets (docs/notifications.md); absent: the caller's defaults. */
   notify?: (string | INotifyTarget)[];
   after?: string[];
   when?: 'succeeded' | 'ended';
-}
-
-/** One notification target: a channel and the events it wants. */
-export interface INotifyTarget {
-  webhook?: string;
-  email?: string;
-  apprise?: string;
-  events?: ('started' | 'succeeded' | 'failed' | 'cancelled')[];
 }
 
 /** The fields of `IJobSubmit`, in the API's order (held equal to openapi.yaml by a test). */

@@ -9,6 +9,7 @@ const values = (patch: Partial<IFormValues> = {}): IFormValues => ({
   tenant: '',
   preemptible: false,
   maxRuntime: '',
+  notify: '',
   rows: [{ name: 'lr', value: '0.1' }],
   ...patch
 });
@@ -28,6 +29,19 @@ describe('buildSubmit', () => {
       parameters: { lr: 0.1 },
       max_runtime: 90
     });
+  });
+
+  it('sends "Notify me" as the job\'s notify: targets, none, or left out', () => {
+    expect(buildSubmit(values()).spec).not.toHaveProperty('notify');
+    expect(buildSubmit(values({ notify: ' , ' })).spec).not.toHaveProperty(
+      'notify'
+    );
+    expect(
+      buildSubmit(
+        values({ notify: 'me@example.org, https://hooks.example.org/gpu ,' })
+      ).spec?.notify
+    ).toEqual(['me@example.org', 'https://hooks.example.org/gpu']);
+    expect(buildSubmit(values({ notify: 'None' })).spec?.notify).toEqual([]);
   });
 
   it('leaves range checks to the server (99 GPUs is sent)', () => {
@@ -62,6 +76,7 @@ describe('server fields', () => {
     expect(formField('gpus')).toBe('gpus');
     expect(formField('max_runtime')).toBe('maxRuntime');
     expect(formField('gpu_type')).toBe('gpuType');
+    expect(formField('notify')).toBe('notify');
     expect(formField('parameters.lr')).toBe('parameters.lr');
     expect(formField('id')).toBeNull();
     expect(formField(null)).toBeNull();
@@ -92,6 +107,23 @@ describe('server fields', () => {
       )
     );
     expect(form.formError).toBe('the request body must be a JSON object');
+  });
+
+  it('shows a refused notify target at the Notify me field', () => {
+    const form = new SubmitFormModel({ gpus: 1, priority: 'normal' });
+    form.update({ notify: 'not an address' });
+    form.setError(
+      new GPUSchedError(
+        "notify target 'not an address' is not a webhook URL, email or apprise URL",
+        400,
+        'invalid_value',
+        'notify'
+      )
+    );
+    expect(Object.keys(form.errors)).toEqual(['notify']);
+    expect(form.formError).toBeNull();
+    form.update({ notify: '' });
+    expect(form.errors).toEqual({});
   });
 
   it('applies new defaults only to untouched fields', () => {

@@ -37,7 +37,7 @@ const detail: IJobDetail = {
   memory: 4096,
   activity: null,
   gpu_hours: { allocated: 0, idle: 0, waiting_on_data: 0 },
-  notify: [{ email: 'me@example.org', events: ['failed'] }],
+  notify: [{ webhook: 'https://hooks.example.org/gpu', events: ['failed'] }],
   notified: []
 };
 
@@ -50,14 +50,21 @@ describe('resubmit', () => {
     }
   });
 
-  it('asks again for its webhook and mail targets, not for apprise URLs the server hides', () => {
+  it('leaves out targets with an apprise URL (shown without its token)', () => {
+    const body = resubmitBody({
+      ...detail,
+      notify: [{ apprise: 'slack://…', events: ['failed'] }]
+    });
+    expect(body.notify).toBeUndefined();
+  });
+
+  it('keeps the webhook and mail targets beside an apprise URL', () => {
     const targets = [
       { webhook: 'https://example.org/hook', events: ['succeeded'] },
       { apprise: 'slack://' },
       { email: 'me@example.org' }
     ];
     expect(resubmitTargets(targets)).toEqual([targets[0], targets[2]]);
-    expect(resubmitTargets([{ apprise: 'slack://' }])).toBeUndefined();
     expect(resubmitTargets(undefined)).toBeUndefined();
   });
 });

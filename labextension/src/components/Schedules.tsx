@@ -8,7 +8,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 import * as React from 'react';
 
 import { GPUSchedAPI, GPUSchedError } from '../api';
-import { buildSubmit, SubmitFormModel } from '../form';
+import { buildSubmit, formField, SubmitFormModel } from '../form';
 import { toJSONText } from '../params';
 import { IJobSubmit, JobState } from '../tokens';
 
@@ -176,6 +176,9 @@ export function ScheduleBox(props: {
         `Schedule ${made.id} created; next run ${localTime(made.next_run)}`
       );
     } catch (err) {
+      if (err instanceof GPUSchedError && formField(err.field)) {
+        form.setError(err); // at its field in the form above (Notify me, GPUs, ...)
+      }
       setMessage((err as Error).message);
     } finally {
       setBusy(false);

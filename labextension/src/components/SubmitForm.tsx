@@ -228,6 +228,28 @@ function SubmitFormBody(props: ISubmitFormProps): JSX.Element {
         <FieldError id={`${ID}-runtime-error`} message={errors.maxRuntime} />
       </div>
 
+      <div className="jp-GPUSched-field">
+        <label htmlFor={`${ID}-notify`}>Notify me</label>
+        <input
+          id={`${ID}-notify`}
+          name="notify"
+          className="jp-mod-styled"
+          type="text"
+          placeholder="my defaults"
+          spellCheck={false}
+          value={v.notify}
+          onChange={e => form.update({ notify: e.target.value })}
+          aria-describedby={
+            errors.notify ? `${ID}-notify-error` : `${ID}-notify-hint`
+          }
+          aria-invalid={errors.notify ? true : undefined}
+        />
+        <span id={`${ID}-notify-hint`} className="jp-GPUSched-hint">
+          email or webhook URL, comma separated; none: no notifications
+        </span>
+        <FieldError id={`${ID}-notify-error`} message={errors.notify} />
+      </div>
+
       <div className="jp-GPUSched-check">
         <input
           id={`${ID}-spot`}
