@@ -587,7 +587,7 @@ def test_gfd_facts_mig_slices_and_the_gpu_taint_on_a_real_scheduler(cluster, tmp
         "a100mig",
         gpus=4,
         labels={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},
-        resources={"nvidia.com/mig-1g.10gb": 7},
+        extra_resources={"nvidia.com/mig-1g.10gb": 7},
     )
     names = ["gfd-h100-1", "mig-a100-1"]
     service = backend = None

@@ -61,7 +61,7 @@ def test_a_mixed_mig_node_is_one_core_node_per_resource():
         "a100",
         4,
         labels={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},
-        resources={"nvidia.com/mig-1g.10gb": 7, "nvidia.com/mig-3g.40gb": 2, "nvidia.com/mig-2g.20gb": 0},
+        extra_resources={"nvidia.com/mig-1g.10gb": 7, "nvidia.com/mig-3g.40gb": 2, "nvidia.com/mig-2g.20gb": 0},
     )
     slots = {s.name: s for s in gpu_slots(node, CFG)}
     assert set(slots) == {"mig-1", "mig-1/mig-1g.10gb", "mig-1/mig-3g.40gb"}  # a profile with 0 left out
@@ -78,7 +78,7 @@ def test_a_mixed_mig_node_is_one_core_node_per_resource():
     # Placement: the Kubernetes node and its pool label value, not the core's names.
     assert placement_of("mig-1/mig-1g.10gb", nodes(node), {}, CFG) == ("mig-1", "a100", False)
     # A node all in MIG slices offers no whole GPUs.
-    only_mig = fake_gpu_node("mig-2", "a100", 0, resources={"nvidia.com/mig-1g.10gb": 7})
+    only_mig = fake_gpu_node("mig-2", "a100", 0, extra_resources={"nvidia.com/mig-1g.10gb": 7})
     assert [s.name for s in gpu_slots(only_mig, CFG)] == ["mig-2/mig-1g.10gb"]
     # allowed_pools names the nodes' own pools.
     assert gpu_slots(node, KubernetesConfig(pools=("other",))) == []

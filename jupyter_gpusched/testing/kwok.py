@@ -41,17 +41,17 @@ def fake_gpu_node(
     cfg: KubernetesConfig | None = None,
     labels: Mapping[str, str] | None = None,
     taints: Iterable[Mapping[str, str]] = (),
-    resources: Mapping[str, int] | None = None,
+    extra_resources: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """A Node that kwok (annotation `kwok.x-k8s.io/node: fake`) keeps Ready with `gpus` nvidia.com/gpu, and
-    optionally more `labels` (GPU feature discovery's), `taints` and `resources` (e.g. MIG slices)."""
+    optionally more `labels` (GPU feature discovery's), `taints` and `extra_resources` (e.g. MIG slices)."""
     cfg = cfg or KubernetesConfig()
-    resources = {
+    resources: dict[str, str] = {
         "cpu": "64",
         "memory": "512Gi",
         "pods": "110",
         cfg.gpu_resource: str(gpus),
-        **{k: str(v) for k, v in (resources or {}).items()},
+        **{k: str(v) for k, v in (extra_resources or {}).items()},
     }
     node: dict[str, Any] = {
         "apiVersion": "v1",

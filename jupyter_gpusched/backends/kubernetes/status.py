@@ -103,16 +103,25 @@ def pools_of(nodes: Mapping[str, Mapping], cfg: KubernetesConfig) -> list[Pool]:
     type, memory per GPU and GPUs per node are its nodes' (GPU feature discovery's labels, a MIG slice's
     profile) where they all agree."""
     spot: dict[str, bool] = {}
-    facts: dict[str, set[tuple[str | None, int | None, int | None]]] = {}
+    types: dict[str, set[str | None]] = {}
+    memories: dict[str, set[int | None]] = {}
+    counts: dict[str, set[int | None]] = {}
     for node in nodes.values():
         for slot in gpu_slots(node, cfg):
             spot[slot.pool] = spot.get(slot.pool, False) or slot.spot
-            facts.setdefault(slot.pool, set()).add((slot.gpu_type, slot.memory_mib, slot.count))
-    out = []
-    for name, is_spot in sorted(spot.items()):
-        types, memories, counts = (_agreed({f[i] for f in facts[name]}) for i in range(3))
-        out.append(Pool(name, spot=is_spot, gpu_type=types, gpu_memory_mib=memories, node_gpus=counts))
-    return out
+            types.setdefault(slot.pool, set()).add(slot.gpu_type)
+            memories.setdefault(slot.pool, set()).add(slot.memory_mib)
+            counts.setdefault(slot.pool, set()).add(slot.count)
+    return [
+        Pool(
+            p,
+            spot=s,
+            gpu_type=_agreed(types[p]),
+            gpu_memory_mib=_agreed(memories[p]),
+            node_gpus=_agreed(counts[p]),
+        )
+        for p, s in sorted(spot.items())
+    ]
 
 
 # --- jobs -------------------------------------------------------------------------------------------------
