@@ -107,3 +107,15 @@ def test_a_mig_job_requests_its_slice_and_every_pod_tolerates_the_gpu_taint():
     job, _ = build_manifests("j3", JobSpec(notebook="a.ipynb", gpus=14, gpu_type="mig-1g.10gb"), "{}", {}, cfg)
     make_gang(job, 2, 7, cfg)
     assert gpu_limits(job) == {"nvidia.com/mig-1g.10gb": "7"}
+
+
+def test_manifest_command_shows_a_mig_jobs_resource(tmp_path, capsys):
+    import yaml
+
+    from jupyter_gpusched.cli.manifest import manifest_main
+    from jupyter_gpusched.testing.notebooks import make_notebook
+
+    nb = make_notebook(tmp_path / "a.ipynb", "print(1)")
+    assert manifest_main([str(nb), "--gpus", "3", "--gpu-type", "mig-1g.10gb", "--no-configmap"]) == 0
+    (job,) = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert gpu_limits(job) == {"nvidia.com/mig-1g.10gb": "3"}
