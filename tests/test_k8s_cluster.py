@@ -40,6 +40,7 @@ from jupyter_gpusched.testing.kwok import NODES, backend_config, make_service, r
 from jupyter_gpusched.testing.kwok import KwokCluster as TestCluster
 from jupyter_gpusched.testing.kwok import control_plane_built as _built
 from jupyter_gpusched.testing.notebooks import make_notebook
+from jupyter_gpusched.testing.service import service_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -570,6 +571,69 @@ def test_pools_take_their_gpu_type_from_gpu_feature_discovery_labels(cluster, tm
         if backend is not None:
             backend.close()
         for name in nodes:
+            cluster.delete_node(name)
+
+
+def test_gfd_facts_mig_slices_and_the_gpu_taint_on_a_real_scheduler(cluster, tmp_path):
+    """GPU feature discovery labels make a pool's type and memory (GET cluster shows them); a MIG node's
+    nvidia.com/mig-1g.10gb slices are a GPU type of their own, and a job asking for it requests that resource
+    and runs there; a node tainted nvidia.com/gpu:NoSchedule runs jobs (kube-scheduler checks the toleration)."""
+    ns = cluster.namespace("gpufacts")
+    gfd = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.memory": "81559"}
+    taint = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    cluster.add_node("gfd-h100-1", "h100", labels={**gfd, "nvidia.com/gpu.count": "8"}, taints=taint)
+    cluster.add_node(
+        "mig-a100-1",
+        "a100mig",
+        gpus=4,
+        labels={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},
+        extra_resources={"nvidia.com/mig-1g.10gb": 7},
+    )
+    names = ["gfd-h100-1", "mig-a100-1"]
+    service = backend = None
+    try:
+        # (ready_nodes leaves out nodes with node.kubernetes.io/* taints only: ours counts as ready)
+        cluster.wait_ready(names)
+        backend = KubernetesBackend(backend_config(cluster, ns), pod_customizer=simulate)
+        deadline = time.monotonic() + 30
+        while {"h100", "a100mig/mig-1g.10gb"} - {p.name for p in backend.pools()} and time.monotonic() < deadline:
+            time.sleep(0.2)
+        found = {p.name: p for p in backend.pools()}
+        assert (found["h100"].gpu_type, found["h100"].gpu_memory_mib, found["h100"].node_gpus) == (
+            "NVIDIA-H100-80GB-HBM3",
+            81559,
+            8,
+        )
+        mig = found["a100mig/mig-1g.10gb"]
+        assert (mig.gpu_type, mig.gpu_memory_mib) == ("mig-1g.10gb", 10240)
+        assert found["a100mig"].gpu_type == "NVIDIA-A100-SXM4-80GB"
+        make_notebook(tmp_path / "root" / "sim.ipynb", "print('simulated')", parameters="sim_duration = 1")
+        service = service_in(tmp_path, backend, pools=tuple(found.values()), memory_check_interval=3600.0)
+        view = {p["name"]: p for p in service.cluster()["pools"]}
+        assert view["h100"]["gpu_memory_mib"] == 81559 and view["a100mig/mig-1g.10gb"]["gpu_type"] == "mig-1g.10gb"
+        nodes = {n["name"]: n for n in service.cluster()["nodes"]}
+        assert nodes["mig-a100-1/mig-1g.10gb"]["gpus"] == 7 and nodes["mig-a100-1"]["gpus"] == 4
+        sliced = service.submit(notebook="sim.ipynb", owner="u", gpus=2, gpu_type="mig-1g.10gb")
+        h100 = service.submit(notebook="sim.ipynb", owner="u", gpus=8, gpu_type="NVIDIA-H100-80GB-HBM3")
+        run_until(
+            service,
+            lambda: sliced.state.terminal and h100.state.terminal,
+            timeout=60,
+            cluster=cluster,
+            what="MIG and tainted-node jobs finish",
+        )
+        assert sliced.state is JobState.SUCCEEDED and h100.state is JobState.SUCCEEDED
+        pods = {p["metadata"]["annotations"][A_JOB_ID]: p for p in cluster.pods(ns)}
+        assert pods[sliced.id]["spec"]["nodeName"] == "mig-a100-1"
+        limits = pods[sliced.id]["spec"]["containers"][0]["resources"]["limits"]
+        assert limits.get("nvidia.com/mig-1g.10gb") == "2" and "nvidia.com/gpu" not in limits
+        assert pods[h100.id]["spec"]["nodeName"] == "gfd-h100-1"
+    finally:
+        if service is not None:
+            cleanup(service, cluster, ns)
+        elif backend is not None:
+            backend.close()
+        for name in names:
             cluster.delete_node(name)
 
 

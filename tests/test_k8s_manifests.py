@@ -98,9 +98,10 @@ def test_admission_patch_places_and_unsuspends():
         "nodeSelectorTerms"
     ]
     assert terms == [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-7"]}]}]
-    assert tpl["spec"]["tolerations"] == [{"key": "gpusched.io/spot", "operator": "Exists"}]
+    gpu_taint = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    assert tpl["spec"]["tolerations"] == [gpu_taint, {"key": "gpusched.io/spot", "operator": "Exists"}]
     on_demand = placement_patch("node-1", "on-demand", False, 1, cfg)["spec"]["template"]["spec"]
-    assert on_demand["tolerations"] is None  # merge patch: removes a spot toleration of an earlier attempt
+    assert on_demand["tolerations"] == [gpu_taint]  # merge patch: drops a spot toleration of an earlier attempt
 
 
 def test_fake_node_has_gpus_and_spot_taint():

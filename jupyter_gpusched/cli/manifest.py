@@ -40,6 +40,7 @@ def manifest_main(argv: list[str]) -> int:
     p.add_argument("--max-runtime", type=float)
     p.add_argument("--max-retries", type=int, default=2)
     p.add_argument("--preemptible", action="store_true")
+    p.add_argument("--gpu-type", help="a pool's GPU type; a MIG profile (mig-1g.10gb) requests that slice resource")
     p.add_argument("--job-id", default="example", help="job id to name the Job after (default: example)")
     p.add_argument("--node", help="show the admission patch for this node")
     p.add_argument("--pool", help="pool of --node")
@@ -67,6 +68,7 @@ def manifest_main(argv: list[str]) -> int:
             max_runtime=args.max_runtime,
             preemptible=args.preemptible,
             max_retries=args.max_retries,
+            gpu_type=args.gpu_type,
         )
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

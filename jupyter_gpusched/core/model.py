@@ -257,6 +257,7 @@ class Pool:
     min_nodes: int = 0
     max_nodes: int | None = None
     node_gpus: int | None = None  # GPUs on a node added when the pool grows (None: unknown)
+    gpu_memory_mib: int | None = None  # memory of one GPU (None: unknown); shown, not scheduled on
 
 
 @dataclass(frozen=True, slots=True)

@@ -134,7 +134,13 @@ class ServiceViews:
             "utilization": allocated / c.total_gpus if c.total_gpus else 0.0,
             "nodes": nodes,
             "pools": [
-                {"name": p.name, "spot": p.spot, "price_per_gpu_hour": p.price_per_gpu_hour, "gpu_type": p.gpu_type}
+                {
+                    "name": p.name,
+                    "spot": p.spot,
+                    "price_per_gpu_hour": p.price_per_gpu_hour,
+                    "gpu_type": p.gpu_type,
+                    "gpu_memory_mib": p.gpu_memory_mib,
+                }
                 for p in c.pools.values()
             ],
         }

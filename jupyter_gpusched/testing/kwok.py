@@ -10,7 +10,7 @@ import os
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,30 +33,48 @@ POOLS = (Pool("on-demand", price_per_gpu_hour=2.0), Pool("spot", spot=True, pric
 
 # --- nodes ------------------------------------------------------------------------------------------------
 def fake_gpu_node(
-    name: str, pool: str, gpus: int = GPUS_PER_NODE, *, spot: bool = False, cfg: KubernetesConfig | None = None
+    name: str,
+    pool: str,
+    gpus: int = GPUS_PER_NODE,
+    *,
+    spot: bool = False,
+    cfg: KubernetesConfig | None = None,
+    labels: Mapping[str, str] | None = None,
+    taints: Iterable[Mapping[str, str]] = (),
+    extra_resources: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """A Node that kwok (annotation `kwok.x-k8s.io/node: fake`) keeps Ready with `gpus` nvidia.com/gpu."""
+    """A Node that kwok (annotation `kwok.x-k8s.io/node: fake`) keeps Ready with `gpus` nvidia.com/gpu, and
+    optionally more `labels` (GPU feature discovery's), `taints` and `extra_resources` (e.g. MIG slices)."""
     cfg = cfg or KubernetesConfig()
-    resources = {"cpu": "64", "memory": "512Gi", "pods": "110", cfg.gpu_resource: str(gpus)}
+    resources: dict[str, str] = {
+        "cpu": "64",
+        "memory": "512Gi",
+        "pods": "110",
+        cfg.gpu_resource: str(gpus),
+        **{k: str(v) for k, v in (extra_resources or {}).items()},
+    }
     node: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
-            "labels": {cfg.pool_label: pool, "kubernetes.io/hostname": name, "type": "kwok"},
+            "labels": {cfg.pool_label: pool, "kubernetes.io/hostname": name, "type": "kwok", **(labels or {})},
             "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
         },
         "spec": {},
         "status": {"allocatable": dict(resources), "capacity": dict(resources)},
     }
+    node_taints = [dict(t) for t in taints]
     if spot:
-        node["spec"]["taints"] = [{"key": cfg.spot_taint, "value": "true", "effect": "NoSchedule"}]
+        node_taints.append({"key": cfg.spot_taint, "value": "true", "effect": "NoSchedule"})
+    if node_taints:
+        node["spec"]["taints"] = node_taints
     return node
 
 
-def add_node(api: Api, name: str, pool: str, gpus: int = GPUS_PER_NODE, *, spot: bool = False) -> None:
-    """Create a fake GPU node (an existing one is kept) and give it its capacity."""
-    node = fake_gpu_node(name, pool, gpus, spot=spot)
+def add_node(api: Api, name: str, pool: str, gpus: int = GPUS_PER_NODE, *, spot: bool = False, **kw: Any) -> None:
+    """Create a fake GPU node (an existing one is kept) and give it its capacity (`kw`: see `fake_gpu_node`)."""
+    node = fake_gpu_node(name, pool, gpus, spot=spot, **kw)
     try:
         api.request("POST", "/api/v1/nodes", body=node)
     except KubeApiError as exc:
@@ -153,8 +171,8 @@ class KwokCluster:
         self.script("start")
         self.api = Api(KubernetesConfig(kubeconfig=str(self.kubeconfig)))
 
-    def add_node(self, name: str, pool: str, spot: bool = False, gpus: int = GPUS_PER_NODE) -> None:
-        add_node(self._client(), name, pool, gpus, spot=spot)
+    def add_node(self, name: str, pool: str, spot: bool = False, gpus: int = GPUS_PER_NODE, **kw: Any) -> None:
+        add_node(self._client(), name, pool, gpus, spot=spot, **kw)
 
     def delete_node(self, name: str) -> None:
         self._client().request("DELETE", f"/api/v1/nodes/{name}")

@@ -31,6 +31,7 @@ from .config import GPU_RESOURCE, TRAIT_NAMES, KubernetesConfig
 from .gang import GangError, gpus_per_node, make_gang
 from .manifests import build_manifests
 from .names import digest, instance_selector, job_name
+from .nodefacts import resource_for, split_node
 from .podlogs import PodLogCopier
 from .reconcile import Reconciler
 from .state import SharedState, Tracked
@@ -58,6 +59,8 @@ SETTINGS = {
         "spot_pools",
         "spot_taint",
         "gpu_resource",
+        "gpu_taint",
+        "tolerations",
         "instance",
         "service_account",
         "output_volume",
@@ -109,6 +112,17 @@ class KubernetesBackend(Backend):
         help="Taint key of spot nodes (their pools are spot; Jobs placed there tolerate it).",
     )
     gpu_resource = Unicode(GPU_RESOURCE, config=True, help="Extended resource name of a GPU.")
+    gpu_taint = Unicode(
+        GPU_RESOURCE,
+        config=True,
+        help="Taint key of GPU nodes (nvidia.com/gpu:NoSchedule, as GPU node pools set it): job pods tolerate it.",
+    )
+    tolerations = List(
+        Dict(),
+        config=True,
+        help="More tolerations for every job pod, e.g. [{'key': 'dedicated', 'operator': 'Equal', 'value': 'ml', "
+        "'effect': 'NoSchedule'}].",
+    )
     instance = Unicode("default", config=True, help="Label value telling this service's Jobs from another's.")
     service_account = Unicode("", config=True, help="Service account of the job pods. Empty: the namespace default.")
     output_volume = Dict(
@@ -185,6 +199,7 @@ class KubernetesBackend(Backend):
             tenant_namespaces=dict(self.tenant_namespaces),
             pools=tuple(self.allowed_pools),
             spot_pools=tuple(self.spot_pools),
+            tolerations=tuple(dict(t) for t in self.tolerations),
             output_volume=dict(self.output_volume) or None,
             container_resources=dict(self.container_resources),
             ttl_after_finished=None if self.ttl_after_finished < 0 else self.ttl_after_finished,
@@ -331,15 +346,19 @@ class KubernetesBackend(Backend):
             text = Path(req.notebook).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise BackendError(f"cannot read the notebook {req.notebook}: {exc}") from None
-        job, cm = build_manifests(req.job_id, spec, text, params, self.cfg, kernel_name=req.kernel_name)
+        node = allocation[0][0] if allocation else None
+        # The resource of the slot the core chose (a MIG profile's, or nvidia.com/gpu), whatever the gpu_type.
+        resource = resource_for(split_node(node)[1], self.cfg) if node else None
+        job, cm = build_manifests(
+            req.job_id, spec, text, params, self.cfg, kernel_name=req.kernel_name, gpu_resource=resource
+        )
         service = make_gang(job, len(allocation), per_node, self.cfg) if per_node else None
         extras = [service] if service else []
         if self.pod_customizer is not None:
             self.pod_customizer(job, spec, params)
-        node = allocation[0][0] if allocation else None
         st = self._state
         with st.lock:
-            pool, spot = self._placement_of(node)
+            k8s_node, pool, spot = self._placement_of(node)
             t = st.tracked.get(req.job_id)
             if t is None:
                 t = st.tracked[req.job_id] = Tracked(
@@ -347,8 +366,8 @@ class KubernetesBackend(Backend):
                 )
             t.want = "run"
             t.name, t.namespace = job["metadata"]["name"], job["metadata"]["namespace"]
-            t.node, t.pool, t.spot = node, pool, spot
-            t.nodes = tuple(n for n, _ in allocation) if service else ()
+            t.node, t.pool, t.spot = k8s_node, pool, spot
+            t.nodes = tuple(split_node(n)[0] for n, _ in allocation) if service else ()
             if self.cfg.upload_url:
                 extras.append(add_upload(job, cm, req.job_id, new_token(), self.cfg))
             t.extras, t.extras_made = tuple(extras), False
@@ -424,10 +443,10 @@ class KubernetesBackend(Backend):
                 if not state.holds_gpus:
                     continue
                 node = allocation[0][0] if allocation else None
-                pool, spot = self._placement_of(node)
+                k8s_node, pool, spot = self._placement_of(node)
                 t = st.tracked.get(job_id) or Tracked(job_id, job_name(job_id), "", "run")
-                t.want, t.node, t.pool, t.spot, t.adopted = "run", node, pool, spot, True
-                t.nodes = tuple(n for n, _ in allocation) if len(allocation) > 1 else ()
+                t.want, t.node, t.pool, t.spot, t.adopted = "run", k8s_node, pool, spot, True
+                t.nodes = tuple(split_node(n)[0] for n, _ in allocation) if len(allocation) > 1 else ()
                 t.attempt = max(t.attempt, observed_attempt(st.cache.jobs.get(job_id)))
                 if state is JobState.RUNNING:
                     # Believed running until the cluster says otherwise: it keeps its heartbeats even while
@@ -526,5 +545,5 @@ class KubernetesBackend(Backend):
         if verdict.note:
             st.note(t, verdict.note)
 
-    def _placement_of(self, node: str | None) -> tuple[str | None, bool]:
+    def _placement_of(self, node: str | None) -> tuple[str | None, str | None, bool]:
         return placement_of(node, self._state.cache.nodes, self._reported_nodes, self.cfg)

@@ -37,6 +37,8 @@ class KubernetesConfig:
     spot_taint: str = "gpusched.io/spot"  # taint key of spot nodes; Jobs placed there tolerate it
     gpu_product_label: str = "nvidia.com/gpu.product"  # GPU feature discovery's label: a pool's GPU type
     gpu_resource: str = GPU_RESOURCE
+    gpu_taint: str = GPU_RESOURCE  # taint key of GPU nodes (NVIDIA's GPU operator, cloud GPU node pools): tolerated
+    tolerations: tuple[Mapping[str, Any], ...] = ()  # more tolerations for every job pod
     instance: str = "default"  # label value that tells this service's Jobs from another's in the same namespace
     service_account: str = ""
     output_volume: Mapping[str, Any] | None = None  # a pod `volumes` entry (without name), e.g. a PVC

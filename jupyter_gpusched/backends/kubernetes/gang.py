@@ -30,6 +30,7 @@ from typing import Any
 from ...core.model import Allocation
 from .config import KubernetesConfig
 from .names import A_NODE, L_INSTANCE, L_JOB_ID, MANAGED_BY, MANAGER, label_value
+from .nodefacts import mig_profile
 
 MASTER_PORT = 29500  # torchrun's default rendezvous port
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"  # set by the Job controller on Indexed pods
@@ -62,9 +63,12 @@ def make_gang(job: dict[str, Any], nodes: int, per_node: int, cfg: KubernetesCon
     pod["subdomain"] = name
     pod["affinity"] = {"podAntiAffinity": one_pod_per_host(meta["labels"][L_JOB_ID])}
     container = pod["containers"][0]
-    container["resources"].setdefault("limits", {})[cfg.gpu_resource] = str(per_node)
-    if cfg.gpu_resource in container["resources"].get("requests", {}):
-        container["resources"]["requests"][cfg.gpu_resource] = str(per_node)
+    limits = container["resources"].setdefault("limits", {})
+    # The GPU resource `build_manifests` chose: nvidia.com/gpu, or a MIG slice's.
+    resource = next((k for k in limits if k == cfg.gpu_resource or mig_profile(k)), cfg.gpu_resource)
+    limits[resource] = str(per_node)
+    if resource in container["resources"].get("requests", {}):
+        container["resources"]["requests"][resource] = str(per_node)
     rank = {"valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}}}
     container["env"] = [
         *container.get("env", []),

@@ -2,7 +2,7 @@
 
 - **Pod.** One container running the configured image with
   `papermill /gpusched/input/notebook.ipynb /gpusched/output/output.ipynb -f /gpusched/input/parameters.json`,
-  `nvidia.com/gpu` in limits, `restartPolicy: Never`, `activeDeadlineSeconds` = the job's `max_runtime`.
+  `nvidia.com/gpu` (or the MIG slice's `nvidia.com/mig-<profile>`) in limits, `restartPolicy: Never`, `activeDeadlineSeconds` = the job's `max_runtime`.
 - **No retries by the Job controller.** `backoffLimit: 0`: the service, not the Job controller, decides
   whether a job runs again (`max_retries` counts re-runs after a job was lost, the same on every backend; a
   notebook that raises fails at once). A pod failure policy ignores disruptions, so a pod evicted or lost
@@ -13,7 +13,7 @@
   `output_volume` names a volume (e.g. a PVC), mounted with the Job's name as subPath; notebooks that checkpoint
   write to `$GPUSCHED_CHECKPOINT_DIR` there and resume from it.
 - **Admission** is one merge patch: node selector for the pool, node affinity to the node the core chose,
-  tolerations for a spot node's taint, and `suspend: false`.
+  tolerations (the GPU taint, the admin's, a spot node's taint), and `suspend: false`.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from .names import (
     job_name,
     label_value,
 )
+from .nodefacts import resource_for
 
 CONFIGMAP_LIMIT = 1024 * 1024  # bytes: what etcd / the API server accept in one ConfigMap
 INPUT_DIR = "/gpusched/input"
@@ -57,6 +58,7 @@ def build_manifests(
     cfg: KubernetesConfig,
     *,
     kernel_name: str | None = None,
+    gpu_resource: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The suspended Job and its ConfigMap for one job, as plain dicts (what `manifest` prints)."""
     name = job_name(job_id)
@@ -82,7 +84,8 @@ def build_manifests(
     ]
     if kernel_name:
         command += ["-k", kernel_name]
-    limits: dict[str, Any] = {cfg.gpu_resource: str(int(spec.gpus))}
+    # A `mig-*` GPU type asks for that MIG slice; `launch` sets the resource of the node the core chose.
+    limits: dict[str, Any] = {gpu_resource or resource_for(spec.gpu_type, cfg): str(int(spec.gpus))}
     resources: dict[str, Any] = {"limits": limits}
     for key, value in (cfg.container_resources or {}).items():
         if key in ("limits", "requests") and isinstance(value, Mapping):
@@ -117,6 +120,7 @@ def build_manifests(
             }
         ],
         "volumes": [{"name": "input", "configMap": {"name": name}}, {"name": "output", **output_volume}],
+        "tolerations": tolerations(cfg, spot=False),
         # A deleted (preempted) pod gets SIGTERM, then this long to save a checkpoint before SIGKILL.
         "terminationGracePeriodSeconds": max(0, int(math.ceil(cfg.preempt_grace))),
     }
@@ -162,7 +166,7 @@ def placement_patch(
     spec: dict[str, Any] = {
         "nodeSelector": {cfg.pool_label: pool} if pool is not None and pool != cfg.default_pool else None,
         "affinity": None,
-        "tolerations": None,
+        "tolerations": tolerations(cfg, spot),
     }
     if pool == cfg.default_pool and pool is not None:
         # Nodes without the pool label: keep them off labelled pools' nodes.
@@ -178,14 +182,22 @@ def placement_patch(
         spec["affinity"] = {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
         }
-    if spot:
-        spec["tolerations"] = [{"key": cfg.spot_taint, "operator": "Exists"}]
     return {
         "spec": {
             "suspend": False,
             "template": {"metadata": {"annotations": {A_ATTEMPT: str(attempt), A_NODE: node or ""}}, "spec": spec},
         }
     }
+
+
+def tolerations(cfg: KubernetesConfig, spot: bool) -> list[dict[str, Any]]:
+    """Every job pod tolerates the GPU nodes' taint and the admin's extra tolerations; one placed on a spot
+    node also the spot taint. (A merge patch replaces the whole list, so the admission patch carries it all.)"""
+    out = [{"key": cfg.gpu_taint, "operator": "Exists", "effect": "NoSchedule"}] if cfg.gpu_taint else []
+    out += [dict(t) for t in cfg.tolerations]
+    if spot:
+        out.append({"key": cfg.spot_taint, "operator": "Exists"})
+    return out
 
 
 def manifest_yaml(docs: list[dict[str, Any]]) -> str:

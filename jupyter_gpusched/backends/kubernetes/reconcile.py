@@ -32,6 +32,7 @@ from .config import KubernetesConfig
 from .gang import gang_placement
 from .manifests import placement_patch
 from .names import A_JOB_ID
+from .nodefacts import gpu_limits
 from .state import SharedState, Tracked
 from .status import cond_true, observed_attempt
 from .upload import A_TOKEN_HASH
@@ -219,7 +220,10 @@ class Reconciler:
         if kj is not None and kj["metadata"].get("deletionTimestamp"):
             return 0.3  # an earlier incarnation is still going away
         if kj is not None and (
-            cond_true(kj, "Failed") and (recreate or (manifests is not None and observed_attempt(kj) < attempt))
+            cond_true(kj, "Failed")
+            and (recreate or (manifests is not None and observed_attempt(kj) < attempt))
+            # Placed on another kind of GPU (a MIG slice <-> whole GPUs): a Job's resources cannot be changed.
+            or (manifests is not None and gpu_limits(kj) != gpu_limits(manifests[0]))
         ):
             with self._state.lock:
                 t.recreate = True

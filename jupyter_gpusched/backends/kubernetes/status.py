@@ -2,7 +2,7 @@
 
 Pure functions over the watchers' caches (no I/O, no locks; the caller holds the backend's lock):
 
-- a GPU node is capacity of its pool (`summarise_node`); nodes that come and go become `node_added` /
+- a GPU node is capacity of its pool (`nodefacts.gpu_slots`: a MIG profile of a node is a node of its own); nodes that come and go become `node_added` /
   `node_lost` news (`node_news`);
 - a job's Job and pods become one `Verdict` (`evaluate`): started (a pod of the current attempt Running on
   the chosen node), succeeded (`Complete`), failed (the notebook's own error: its container exited non-zero,
@@ -15,13 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ...core.model import NodeSpec, Pool
 from ..base import BackendUpdate, UpdateKind
 from ..exitrecord import EXIT_NOT_STARTED
 from .config import KubernetesConfig
 from .names import A_ATTEMPT
+from .nodefacts import gpu_slots, split_node
 from .state import Tracked
+
+T = TypeVar("T")
 
 
 def cond_true(obj: Mapping, ctype: str) -> Mapping | None:
@@ -44,51 +48,30 @@ def observed_attempt(kj: Mapping | None) -> int:
 
 
 # --- nodes ------------------------------------------------------------------------------------------------
-def node_gpus(node: Mapping, resource: str) -> int:
-    value = ((node.get("status") or {}).get("allocatable") or {}).get(resource)
-    try:
-        return int(str(value)) if value is not None else 0
-    except ValueError:
-        return 0
-
-
-def summarise_node(node: Mapping, cfg: KubernetesConfig) -> tuple[str, int, bool] | None:
-    """(pool, GPUs, spot) of a node the core may use, or None."""
-    meta = node.get("metadata") or {}
-    if meta.get("deletionTimestamp"):
-        return None
-    gpus = node_gpus(node, cfg.gpu_resource)
-    if gpus <= 0 or (node.get("spec") or {}).get("unschedulable"):
-        return None  # (a cordoned node is being drained: its jobs are moved, nothing new goes there)
-    pool = (meta.get("labels") or {}).get(cfg.pool_label) or cfg.default_pool
-    if cfg.pools and pool not in cfg.pools:
-        return None
-    taints = (node.get("spec") or {}).get("taints") or ()
-    spot = pool in cfg.spot_pools or any(t.get("key") == cfg.spot_taint for t in taints)
-    return pool, gpus, spot
-
-
 def eligible_nodes(nodes: Mapping[str, Mapping], cfg: KubernetesConfig) -> dict[str, NodeSpec]:
+    """The core's nodes: one per GPU resource of each usable Node (`nodefacts.gpu_slots`)."""
     out = {}
-    for name, node in nodes.items():
-        s = summarise_node(node, cfg)
-        if s is not None:
-            out[name] = NodeSpec(name, s[1], s[0])
+    for node in nodes.values():
+        for slot in gpu_slots(node, cfg):
+            out[slot.name] = NodeSpec(slot.name, slot.gpus, slot.pool)
     return out
 
 
 def placement_of(
     node: str | None, nodes: Mapping[str, Mapping], reported: Mapping[str, NodeSpec], cfg: KubernetesConfig
-) -> tuple[str | None, bool]:
-    """(pool, spot) of a node, from the cache, else from what was last reported of it."""
+) -> tuple[str | None, str | None, bool]:
+    """(Kubernetes Node, its pool label value, spot) of one of the core's nodes, from the cache, else from what
+    was last reported of it."""
     if node is None:
-        return None, False
-    obj = nodes.get(node)
-    s = summarise_node(obj, cfg) if obj is not None else None
-    if s is None:
+        return None, None, False
+    name = split_node(node)[0]
+    obj = nodes.get(name)
+    slot = next((s for s in gpu_slots(obj, cfg) if s.name == node), None) if obj is not None else None
+    if slot is None:
         spec = reported.get(node)
-        return (spec.pool if spec else None), (spec.pool in cfg.spot_pools if spec else False)
-    return s[0], s[2]
+        pool = split_node(spec.pool)[0] if spec else None
+        return name, pool, (spec.pool in cfg.spot_pools or pool in cfg.spot_pools) if spec else False
+    return name, slot.node_pool, slot.spot
 
 
 def node_news(
@@ -96,6 +79,7 @@ def node_news(
 ) -> list[BackendUpdate]:
     """node_lost / node_added news since `reported`, which is brought up to date."""
     current = eligible_nodes(nodes, cfg)
+    pools = {p.name: p for p in pools_of(nodes, cfg)}  # (a pool new to the service comes with its facts)
     out = []
     for name, spec in sorted(reported.items()):
         if current.get(name) != spec:
@@ -103,32 +87,41 @@ def node_news(
             del reported[name]
     for name, spec in sorted(current.items()):
         if name not in reported:
-            spot = placement_of(name, nodes, reported, cfg)[1]
-            out.append(
-                BackendUpdate("", "node_added", now, f"node {name} joined", node=spec, pool=Pool(spec.pool, spot=spot))
-            )
+            pool = pools.get(spec.pool) or Pool(spec.pool, spot=placement_of(name, nodes, reported, cfg)[2])
+            out.append(BackendUpdate("", "node_added", now, f"node {name} joined", node=spec, pool=pool))
             reported[name] = spec
     return out
 
 
-def _agreed(values: set[str | None]) -> str | None:
+def _agreed(values: set[T]) -> T | None:
     """The one value all agree on, or None."""
     return next(iter(values)) if len(values) == 1 else None
 
 
 def pools_of(nodes: Mapping[str, Mapping], cfg: KubernetesConfig) -> list[Pool]:
     """Pools seen on the GPU nodes: spot where configured so or where a node has the spot taint; a pool's GPU
-    type is its nodes' `gpu_product_label` where they all agree."""
+    type, memory per GPU and GPUs per node are its nodes' (GPU feature discovery's labels, a MIG slice's
+    profile) where they all agree."""
     spot: dict[str, bool] = {}
-    products: dict[str, set[str | None]] = {}
+    types: dict[str, set[str | None]] = {}
+    memories: dict[str, set[int | None]] = {}
+    counts: dict[str, set[int | None]] = {}
     for node in nodes.values():
-        summary = summarise_node(node, cfg)
-        if summary is not None:
-            pool, _, is_spot = summary
-            spot[pool] = spot.get(pool, False) or is_spot
-            labels = (node.get("metadata") or {}).get("labels") or {}
-            products.setdefault(pool, set()).add(labels.get(cfg.gpu_product_label))
-    return [Pool(p, spot=s, gpu_type=_agreed(products[p])) for p, s in sorted(spot.items())]
+        for slot in gpu_slots(node, cfg):
+            spot[slot.pool] = spot.get(slot.pool, False) or slot.spot
+            types.setdefault(slot.pool, set()).add(slot.gpu_type)
+            memories.setdefault(slot.pool, set()).add(slot.memory_mib)
+            counts.setdefault(slot.pool, set()).add(slot.count)
+    return [
+        Pool(
+            p,
+            spot=s,
+            gpu_type=_agreed(types[p]),
+            gpu_memory_mib=_agreed(memories[p]),
+            node_gpus=_agreed(counts[p]),
+        )
+        for p, s in sorted(spot.items())
+    ]
 
 
 # --- jobs -------------------------------------------------------------------------------------------------
