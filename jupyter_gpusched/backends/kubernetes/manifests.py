@@ -1,7 +1,8 @@
 """The Job and ConfigMap of a job, and the admission patch: plain dicts, no I/O (what `manifest` prints).
 
-- **Pod.** One container running the configured image with
-  `papermill /gpusched/input/notebook.ipynb /gpusched/output/output.ipynb -f /gpusched/input/parameters.json`,
+- **Pod.** One container running the configured image with `python /gpusched/input/gpusched_entry.py papermill
+  /gpusched/input/notebook.ipynb /gpusched/output/output.ipynb -f /gpusched/input/parameters.json` (the entry,
+  `pod_entry.py`, passes the pod's SIGTERM on to the kernel, so the checkpoint helper saves in the grace period),
   `nvidia.com/gpu` in limits, `restartPolicy: Never`, `activeDeadlineSeconds` = the job's `max_runtime`.
 - **No retries by the Job controller.** `backoffLimit: 0`: the service, not the Job controller, decides
   whether a job runs again (`max_retries` counts re-runs after a job was lost, the same on every backend; a
@@ -47,6 +48,15 @@ from .names import (
 CONFIGMAP_LIMIT = 1024 * 1024  # bytes: what etcd / the API server accept in one ConfigMap
 INPUT_DIR = "/gpusched/input"
 OUTPUT_DIR = "/gpusched/output"
+ENTRY_SCRIPT = "gpusched_entry.py"  # pod_entry.py, in the ConfigMap: the container's first process
+ENTRY = ("python", f"{INPUT_DIR}/{ENTRY_SCRIPT}")
+
+
+def wrap_notebook_command(container: dict[str, Any], *wrapper: str) -> None:
+    """Run the notebook command under `wrapper` (in place), below the entry, which must stay the first process."""
+    command = list(container["command"])
+    head = len(ENTRY) if tuple(command[: len(ENTRY)]) == ENTRY else 0
+    container["command"] = [*command[:head], *wrapper, *command[head:]]
 
 
 def build_manifests(
@@ -72,6 +82,7 @@ def build_manifests(
     }
     annotations = {A_JOB_ID: job_id, A_NOTEBOOK: spec.notebook, A_OWNER: spec.owner, A_TENANT: spec.tenant}
     command = [
+        *ENTRY,
         *cfg.command,
         f"{INPUT_DIR}/notebook.ipynb",
         f"{OUTPUT_DIR}/output.ipynb",
@@ -150,7 +161,11 @@ def build_manifests(
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels), "annotations": {A_JOB_ID: job_id}},
-        "data": {"notebook.ipynb": notebook_text, "parameters.json": json.dumps(dict(parameters), sort_keys=True)},
+        "data": {
+            "notebook.ipynb": notebook_text,
+            "parameters.json": json.dumps(dict(parameters), sort_keys=True),
+            ENTRY_SCRIPT: (Path(__file__).parent / "pod_entry.py").read_text(encoding="utf-8"),
+        },
     }
     return job, configmap
 

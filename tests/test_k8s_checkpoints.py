@@ -1,0 +1,114 @@
+"""Checkpoints on Kubernetes (issue 15): the pod's entry passes the pod's SIGTERM on to the kernel, so the
+checkpoint helper saves within terminationGracePeriodSeconds (real papermill, real kernel, real signal)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jupyter_gpusched import checkpoint
+from jupyter_gpusched.backends.kubernetes.manifests import ENTRY, ENTRY_SCRIPT, build_manifests
+from jupyter_gpusched.backends.kubernetes.config import KubernetesConfig
+from jupyter_gpusched.backends.kubernetes.upload import add_upload
+from jupyter_gpusched.core import JobSpec
+from jupyter_gpusched.testing.training import make_training_notebook, read_trace
+
+pytestmark = pytest.mark.timeout(240)
+
+ENTRY_PY = Path(__file__).parent.parent / "jupyter_gpusched" / "backends" / "kubernetes" / "pod_entry.py"
+PAPERMILL = str(Path(sys.executable).parent / "papermill")
+
+
+def start_pod_process(tmp_path: Path, *, entry: bool) -> tuple[subprocess.Popen, Path, Path]:
+    """The pod's command as the Job runs it (with or without the entry), on the training notebook that saves
+    only on preemption (`on_preempt`), in a session of its own as a container's processes are."""
+    nb = make_training_notebook(tmp_path / "in.ipynb")
+    trace, folder = tmp_path / "trace.txt", tmp_path / "checkpoints"
+    params = tmp_path / "parameters.json"
+    params.write_text(json.dumps({"steps": 100000, "step_s": 0.05, "save_every": 3600, "trace_file": str(trace)}))
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).parent.parent),
+        checkpoint.DIR_ENV: str(folder),
+        checkpoint.ATTEMPT_ENV: "1",
+        checkpoint.REPORT_ENV: "log",
+    }
+    env.pop(checkpoint.SIGNAL_ENV, None)
+    command = [PAPERMILL, str(nb), str(tmp_path / "out.ipynb"), "-f", str(params), "--log-output", "-k", "python3"]
+    if entry:
+        command = [sys.executable, str(ENTRY_PY), *command]
+    proc = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    return proc, trace, folder
+
+
+def wait_for_steps(proc: subprocess.Popen, trace: Path, steps: int = 5) -> None:
+    deadline = time.monotonic() + 120
+    while sum(e == "step" for e, _, _ in read_trace(trace)) < steps:
+        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+        assert time.monotonic() < deadline, "the notebook never got going"
+        time.sleep(0.2)
+
+
+def test_the_pods_sigterm_reaches_the_kernel_which_saves_a_checkpoint(tmp_path):
+    proc, trace, folder = start_pod_process(tmp_path, entry=True)
+    try:
+        wait_for_steps(proc, trace)
+        proc.send_signal(signal.SIGTERM)  # what the kubelet does to the first process of a deleted pod
+        out = proc.communicate(timeout=60)[0].decode()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    events = read_trace(trace)
+    preempted = [s for e, _, s in events if e == "preempted"]
+    assert preempted, out
+    last_step = max(s for e, _, s in events if e == "step")
+    manifest = json.loads((folder / checkpoint.MANIFEST).read_text())
+    os.environ[checkpoint.DIR_ENV], saved_env = str(folder), os.environ.get(checkpoint.DIR_ENV)
+    try:
+        assert checkpoint.load() == {"step": last_step}  # nothing lost: the step it was at
+    finally:
+        if saved_env is None:
+            os.environ.pop(checkpoint.DIR_ENV)
+        else:
+            os.environ[checkpoint.DIR_ENV] = saved_env
+    assert manifest["attempt"] == 1
+    # The save was reported in the pod's log (what the backend reads), and the pod ended (papermill saw the
+    # kernel end): the grace period is not waited out.
+    assert checkpoint.LOG_PREFIX + json.dumps(manifest) in out
+    assert proc.returncode != 0
+
+
+def test_without_the_entry_the_kernel_never_hears_of_the_sigterm(tmp_path):
+    """What the entry fixes: papermill alone goes away at SIGTERM, and its kernel (a session of its own)
+    does not save."""
+    proc, trace, folder = start_pod_process(tmp_path, entry=False)
+    try:
+        wait_for_steps(proc, trace)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+        time.sleep(3)  # the orphaned kernel notices its parent is gone within a second or so, and exits
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert not any(e == "preempted" for e, _, _ in read_trace(trace))
+    assert not (folder / checkpoint.MANIFEST).exists()
+
+
+def test_the_entry_is_the_first_process_also_under_the_uploader():
+    cfg = KubernetesConfig(upload_url="http://svc:8888/")
+    job, cm = build_manifests("0a1b2c3d4e5f", JobSpec(notebook="a.ipynb", gpus=1), "{}", {}, cfg)
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert tuple(container["command"][:2]) == ENTRY and container["command"][2] == "papermill"
+    assert cm["data"][ENTRY_SCRIPT] == ENTRY_PY.read_text()
+    add_upload(job, cm, "0a1b2c3d4e5f", "token", cfg)
+    assert tuple(container["command"][:2]) == ENTRY  # SIGTERM goes to the entry, not to the uploader
+    assert container["command"][2:5] == ["python", "/gpusched/input/gpusched_upload.py", "papermill"]
