@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from jupyter_gpusched import checkpoint
-from jupyter_gpusched.backends.kubernetes.manifests import ENTRY, ENTRY_SCRIPT, build_manifests
 from jupyter_gpusched.backends.kubernetes.config import KubernetesConfig
+from jupyter_gpusched.backends.kubernetes.manifests import ENTRY, ENTRY_SCRIPT, build_manifests
 from jupyter_gpusched.backends.kubernetes.upload import add_upload
-from jupyter_gpusched.core import JobSpec
+from jupyter_gpusched.core import JobSpec, JobState
+from jupyter_gpusched.testing.kwok import control_plane_built, make_service, pod_prints, run_until, running_cluster
 from jupyter_gpusched.testing.training import make_training_notebook, read_trace
 
 pytestmark = pytest.mark.timeout(240)
@@ -112,3 +113,52 @@ def test_the_entry_is_the_first_process_also_under_the_uploader():
     add_upload(job, cm, "0a1b2c3d4e5f", "token", cfg)
     assert tuple(container["command"][:2]) == ENTRY  # SIGTERM goes to the entry, not to the uploader
     assert container["command"][2:5] == ["python", "/gpusched/input/gpusched_upload.py", "papermill"]
+
+
+# --- checkpoint reports read from the pod log, on the test control plane --------------------------------------
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if not control_plane_built():
+        pytest.skip("the Kubernetes test binaries are not built; run `bash scripts/k8s-testenv.sh build`")
+    with running_cluster(tmp_path_factory.mktemp("k8s") / "cluster") as c:
+        yield c
+
+
+def test_checkpoint_lines_in_the_pod_log_reach_the_job(cluster, tmp_path):
+    ns = cluster.namespace("checkpoints")
+    service = make_service(tmp_path, cluster, ns, log_interval=0.3, heartbeat_interval=0.3)
+    try:
+        job = service.submit(notebook="sim.ipynb", owner="u", gpus=1, parameters={"sim_duration": 30})
+        run_until(service, lambda: job.state is JobState.RUNNING, timeout=30, what="running")
+        assert service.scheduler.jobs[job.id].last_checkpoint_at is None
+        saved = round(time.time() - 5, 3)
+        # what checkpoint.save prints in a pod (GPUSCHED_CHECKPOINT_REPORT=log), among other lines; a line that
+        # only looks like one, and one from the future, do not count beyond now
+        pod_prints(
+            cluster,
+            "epoch 3",
+            checkpoint.LOG_PREFIX + json.dumps({"time": saved - 60, "file": "a", "kind": "pickle", "attempt": 1}),
+            checkpoint.LOG_PREFIX + json.dumps({"time": saved, "file": "b", "kind": "pickle", "attempt": 1}),
+            checkpoint.LOG_PREFIX + "{not json",
+        )
+        run_until(
+            service,
+            lambda: service.scheduler.jobs[job.id].last_checkpoint_at == saved,
+            timeout=20,
+            what="the checkpoint reported",
+        )
+        service.tick()
+        stored = {j.id: j for j, _ in service.store.load_jobs()}[job.id]
+        assert stored.last_checkpoint_at == saved
+        future = time.time() + 3600
+        pod_prints(cluster, checkpoint.LOG_PREFIX + json.dumps({"time": future}))
+        run_until(
+            service,
+            lambda: (service.scheduler.jobs[job.id].last_checkpoint_at or 0) > saved,
+            timeout=20,
+            what="the second report",
+        )
+        assert service.scheduler.jobs[job.id].last_checkpoint_at < future  # never later than when it was read
+    finally:
+        service.backend.delete_all_jobs()
+        service.backend.close()

@@ -399,7 +399,7 @@ class KubernetesBackend(Backend):
                     and now - t.last_beat >= self.cfg.heartbeat_interval
                 ):
                     t.last_beat = now
-                    out.append(BackendUpdate(t.job_id, "heartbeat", now))
+                    out.append(BackendUpdate(t.job_id, "heartbeat", now, checkpoint_at=t.checkpoint_at))
             return out
 
     def running(self) -> set[str]:
