@@ -12,13 +12,17 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
+from traitlets import TraitError
 
 from jupyter_gpusched import checkpoint
+from jupyter_gpusched.backends.kubernetes import KubernetesBackend
 from jupyter_gpusched.backends.kubernetes.config import KubernetesConfig
 from jupyter_gpusched.backends.kubernetes.manifests import ENTRY, ENTRY_SCRIPT, build_manifests
 from jupyter_gpusched.backends.kubernetes.upload import add_upload
 from jupyter_gpusched.core import JobSpec, JobState
 from jupyter_gpusched.testing.kwok import control_plane_built, make_service, pod_prints, run_until, running_cluster
+from jupyter_gpusched.testing.notebooks import make_notebook
 from jupyter_gpusched.testing.training import make_training_notebook, read_trace
 
 pytestmark = pytest.mark.timeout(240)
@@ -158,3 +162,19 @@ def test_checkpoint_lines_in_the_pod_log_reach_the_job(cluster, tmp_path):
     finally:
         service.backend.delete_all_jobs()
         service.backend.close()
+
+
+def test_preempt_grace_is_a_setting_of_the_backend_and_the_pods_grace_period(tmp_path):
+    nb = make_notebook(tmp_path / "nb.ipynb", "print(1)")
+    cfg = tmp_path / "jupyter_server_config.py"
+    cfg.write_text("c.KubernetesBackend.preempt_grace = 12.5\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "jupyter_gpusched.cli", "manifest", str(nb), "--config", str(cfg), "--no-configmap"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (job,) = [d for d in yaml.safe_load_all(out) if d]
+    assert job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 13  # rounded up
+    with pytest.raises(TraitError):
+        KubernetesBackend(preempt_grace=-1, start=False)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from traitlets import Bool, Dict, Float, Int, List, Unicode
+from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validate
 
 from ...core.model import Allocation, JobSpec, JobState, NodeSpec, Pool
 from ..base import Backend, BackendError, BackendUpdate, LaunchRequest, validate_parameters
@@ -70,6 +70,7 @@ SETTINGS = {
         "upload_url",
         "upload_interval",
         "max_upload_bytes",
+        "preempt_grace",
     )
 }
 
@@ -140,6 +141,18 @@ class KubernetesBackend(Backend):
     )
     upload_interval = Float(10.0, config=True, help="Seconds between uploads of a running job's notebook.")
     max_upload_bytes = Int(1 << 30, config=True, help="Cap of a job's uploaded output folder, in bytes.")
+    preempt_grace = Float(
+        30.0,
+        config=True,
+        help="Seconds a stopped (preempted) job's pod has after SIGTERM to save a checkpoint before SIGKILL: its "
+        "terminationGracePeriodSeconds (rounded up). The pod's entry passes the SIGTERM on to the kernel.",
+    )
+
+    @validate("preempt_grace")
+    def _check_grace(self, proposal: dict[str, Any]) -> float:
+        if not proposal["value"] >= 0:
+            raise TraitError("preempt_grace must be >= 0")
+        return float(proposal["value"])
 
     def __init__(
         self,
