@@ -178,3 +178,13 @@ def test_preempt_grace_is_a_setting_of_the_backend_and_the_pods_grace_period(tmp
     assert job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 13  # rounded up
     with pytest.raises(TraitError):
         KubernetesBackend(preempt_grace=-1, start=False)
+
+
+def test_the_policys_checkpoint_interval_reaches_the_pod():
+    cfg, spec = KubernetesConfig(), JobSpec(notebook="a.ipynb", gpus=1)
+    job, _ = build_manifests("0a1b2c3d4e5f", spec, "{}", {}, cfg, checkpoint_interval=120)
+    env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env[checkpoint.INTERVAL_ENV] == "120.0"  # what checkpoint.every() follows
+    job, _ = build_manifests("0a1b2c3d4e5f", spec, "{}", {}, cfg)
+    env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert checkpoint.INTERVAL_ENV not in env

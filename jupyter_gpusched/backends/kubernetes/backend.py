@@ -344,7 +344,15 @@ class KubernetesBackend(Backend):
             text = Path(req.notebook).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise BackendError(f"cannot read the notebook {req.notebook}: {exc}") from None
-        job, cm = build_manifests(req.job_id, spec, text, params, self.cfg, kernel_name=req.kernel_name)
+        job, cm = build_manifests(
+            req.job_id,
+            spec,
+            text,
+            params,
+            self.cfg,
+            kernel_name=req.kernel_name,
+            checkpoint_interval=req.checkpoint_interval,
+        )
         service = make_gang(job, len(allocation), per_node, self.cfg) if per_node else None
         extras = [service] if service else []
         if self.pod_customizer is not None:

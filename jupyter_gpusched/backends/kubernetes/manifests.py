@@ -67,6 +67,7 @@ def build_manifests(
     cfg: KubernetesConfig,
     *,
     kernel_name: str | None = None,
+    checkpoint_interval: float | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The suspended Job and its ConfigMap for one job, as plain dicts (what `manifest` prints)."""
     name = job_name(job_id)
@@ -147,6 +148,9 @@ def build_manifests(
             "spec": pod_spec,
         },
     }
+    if checkpoint_interval is not None and checkpoint_interval > 0:  # the policy's (spot pools): checkpoint.every()
+        env = pod_spec["containers"][0]["env"]
+        env.append({"name": "GPUSCHED_CHECKPOINT_INTERVAL", "value": repr(float(checkpoint_interval))})
     if spec.max_runtime is not None:
         job_spec["activeDeadlineSeconds"] = max(1, min(int(math.ceil(spec.max_runtime)), 2**53))
     if cfg.ttl_after_finished is not None:

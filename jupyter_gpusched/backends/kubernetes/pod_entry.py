@@ -27,9 +27,9 @@ def preempt_signal() -> int:
         return int(signal.SIGTERM)
 
 
-def process_table() -> dict:
+def process_table() -> dict[int, tuple[int, int]]:
     """pid -> (parent pid, process group), from /proc (Linux; {} elsewhere)."""
-    table = {}
+    table: dict[int, tuple[int, int]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
