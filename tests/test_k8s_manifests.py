@@ -76,7 +76,13 @@ def test_manifests_carry_spec_labels_limits_and_retries(tmp_path):
     c = pod["containers"][0]
     assert c["image"] == "img:1"
     assert c["resources"]["limits"] == {"nvidia.com/gpu": "4"}
-    assert c["command"][:2] == ["papermill", "/gpusched/input/notebook.ipynb"] and c["command"][-2:] == [
+    # the entry first: it passes the pod's SIGTERM on to the kernel (checkpoints)
+    assert c["command"][:4] == [
+        "python",
+        "/gpusched/input/gpusched_entry.py",
+        "papermill",
+        "/gpusched/input/notebook.ipynb",
+    ] and c["command"][-2:] == [
         "-k",
         "python3",
     ]

@@ -10,7 +10,8 @@ import os
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +206,31 @@ class KwokCluster:
             for c in p["spec"]["containers"]:
                 used[node] += int(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0))
         return dict(used)
+
+
+@contextmanager
+def running_cluster(folder: Path) -> Iterator[KwokCluster]:
+    """A started test cluster with the NODES, stopped afterwards (a test module's fixture)."""
+    c = KwokCluster(folder)
+    c.start()
+    try:
+        for name, pool, spot in NODES:
+            c.add_node(name, pool, spot)
+        c.wait_ready([n for n, _, _ in NODES])
+        yield c
+    finally:
+        if c.api is not None:
+            c.api.close()
+        c.script("stop", timeout=120)
+
+
+def pod_prints(cluster: KwokCluster, *texts: str) -> None:
+    """Every pod "prints" these lines: kwok serves this CRI-format file as each container's log."""
+    with open(cluster.dir / "pod-logs" / "container.log", "a", encoding="utf-8") as f:
+        for text in texts:
+            ns = time.time_ns()
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
+            f.write(f"{stamp} stdout F {text}\n")
 
 
 # --- the service on it ----------------------------------------------------------------------------------------

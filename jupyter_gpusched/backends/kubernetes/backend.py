@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from traitlets import Bool, Dict, Float, Int, List, Unicode
+from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validate
 
 from ...core.model import Allocation, JobSpec, JobState, NodeSpec, Pool
 from ..base import Backend, BackendError, BackendUpdate, LaunchRequest, validate_parameters
@@ -73,6 +73,7 @@ SETTINGS = {
         "upload_url",
         "upload_interval",
         "max_upload_bytes",
+        "preempt_grace",
     )
 }
 
@@ -154,6 +155,18 @@ class KubernetesBackend(Backend):
     )
     upload_interval = Float(10.0, config=True, help="Seconds between uploads of a running job's notebook.")
     max_upload_bytes = Int(1 << 30, config=True, help="Cap of a job's uploaded output folder, in bytes.")
+    preempt_grace = Float(
+        30.0,
+        config=True,
+        help="Seconds a stopped (preempted) job's pod has after SIGTERM to save a checkpoint before SIGKILL: its "
+        "terminationGracePeriodSeconds (rounded up). The pod's entry passes the SIGTERM on to the kernel.",
+    )
+
+    @validate("preempt_grace")
+    def _check_grace(self, proposal: dict[str, Any]) -> float:
+        if not proposal["value"] >= 0:
+            raise TraitError("preempt_grace must be >= 0")
+        return float(proposal["value"])
 
     def __init__(
         self,
@@ -350,7 +363,14 @@ class KubernetesBackend(Backend):
         # The resource of the slot the core chose (a MIG profile's, or nvidia.com/gpu), whatever the gpu_type.
         resource = resource_for(split_node(node)[1], self.cfg) if node else None
         job, cm = build_manifests(
-            req.job_id, spec, text, params, self.cfg, kernel_name=req.kernel_name, gpu_resource=resource
+            req.job_id,
+            spec,
+            text,
+            params,
+            self.cfg,
+            kernel_name=req.kernel_name,
+            gpu_resource=resource,
+            checkpoint_interval=req.checkpoint_interval,
         )
         service = make_gang(job, len(allocation), per_node, self.cfg) if per_node else None
         extras = [service] if service else []
@@ -418,7 +438,7 @@ class KubernetesBackend(Backend):
                     and now - t.last_beat >= self.cfg.heartbeat_interval
                 ):
                     t.last_beat = now
-                    out.append(BackendUpdate(t.job_id, "heartbeat", now))
+                    out.append(BackendUpdate(t.job_id, "heartbeat", now, checkpoint_at=t.checkpoint_at))
             return out
 
     def running(self) -> set[str]:

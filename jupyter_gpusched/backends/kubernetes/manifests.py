@@ -1,8 +1,10 @@
 """The Job and ConfigMap of a job, and the admission patch: plain dicts, no I/O (what `manifest` prints).
 
-- **Pod.** One container running the configured image with
-  `papermill /gpusched/input/notebook.ipynb /gpusched/output/output.ipynb -f /gpusched/input/parameters.json`,
-  `nvidia.com/gpu` (or the MIG slice's `nvidia.com/mig-<profile>`) in limits, `restartPolicy: Never`, `activeDeadlineSeconds` = the job's `max_runtime`.
+- **Pod.** One container running the configured image with `python /gpusched/input/gpusched_entry.py papermill
+  /gpusched/input/notebook.ipynb /gpusched/output/output.ipynb -f /gpusched/input/parameters.json` (the entry,
+  `pod_entry.py`, passes the pod's SIGTERM on to the kernel, so the checkpoint helper saves in the grace period),
+  `nvidia.com/gpu` (or the MIG slice's `nvidia.com/mig-<profile>`) in limits, `restartPolicy: Never`,
+  `activeDeadlineSeconds` = the job's `max_runtime`.
 - **No retries by the Job controller.** `backoffLimit: 0`: the service, not the Job controller, decides
   whether a job runs again (`max_retries` counts re-runs after a job was lost, the same on every backend; a
   notebook that raises fails at once). A pod failure policy ignores disruptions, so a pod evicted or lost
@@ -48,6 +50,15 @@ from .nodefacts import resource_for
 CONFIGMAP_LIMIT = 1024 * 1024  # bytes: what etcd / the API server accept in one ConfigMap
 INPUT_DIR = "/gpusched/input"
 OUTPUT_DIR = "/gpusched/output"
+ENTRY_SCRIPT = "gpusched_entry.py"  # pod_entry.py, in the ConfigMap: the container's first process
+ENTRY = ("python", f"{INPUT_DIR}/{ENTRY_SCRIPT}")
+
+
+def wrap_notebook_command(container: dict[str, Any], *wrapper: str) -> None:
+    """Run the notebook command under `wrapper` (in place), below the entry, which must stay the first process."""
+    command = list(container["command"])
+    head = len(ENTRY) if tuple(command[: len(ENTRY)]) == ENTRY else 0
+    container["command"] = [*command[:head], *wrapper, *command[head:]]
 
 
 def build_manifests(
@@ -59,6 +70,7 @@ def build_manifests(
     *,
     kernel_name: str | None = None,
     gpu_resource: str | None = None,
+    checkpoint_interval: float | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The suspended Job and its ConfigMap for one job, as plain dicts (what `manifest` prints)."""
     name = job_name(job_id)
@@ -74,6 +86,7 @@ def build_manifests(
     }
     annotations = {A_JOB_ID: job_id, A_NOTEBOOK: spec.notebook, A_OWNER: spec.owner, A_TENANT: spec.tenant}
     command = [
+        *ENTRY,
         *cfg.command,
         f"{INPUT_DIR}/notebook.ipynb",
         f"{OUTPUT_DIR}/output.ipynb",
@@ -140,6 +153,9 @@ def build_manifests(
             "spec": pod_spec,
         },
     }
+    if checkpoint_interval is not None and checkpoint_interval > 0:  # the policy's (spot pools): checkpoint.every()
+        env = pod_spec["containers"][0]["env"]
+        env.append({"name": "GPUSCHED_CHECKPOINT_INTERVAL", "value": repr(float(checkpoint_interval))})
     if spec.max_runtime is not None:
         job_spec["activeDeadlineSeconds"] = max(1, min(int(math.ceil(spec.max_runtime)), 2**53))
     if cfg.ttl_after_finished is not None:
@@ -154,7 +170,11 @@ def build_manifests(
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels), "annotations": {A_JOB_ID: job_id}},
-        "data": {"notebook.ipynb": notebook_text, "parameters.json": json.dumps(dict(parameters), sort_keys=True)},
+        "data": {
+            "notebook.ipynb": notebook_text,
+            "parameters.json": json.dumps(dict(parameters), sort_keys=True),
+            ENTRY_SCRIPT: (Path(__file__).parent / "pod_entry.py").read_text(encoding="utf-8"),
+        },
     }
     return job, configmap
 

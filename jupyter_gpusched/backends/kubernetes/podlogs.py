@@ -5,6 +5,9 @@ Every `log_interval` seconds while the pod runs, and once more when it ends: `GE
 skipped by their full timestamp, so nothing is written twice) and `limitBytes` (a fetch that hits the limit
 is followed at once by the next). A pod whose log cannot be read (container not started, pod gone, API
 down) is simply tried later, with backoff; each new pod starts with a separator line naming its attempt.
+
+Lines `gpusched-checkpoint {"time": ...}` (what `jupyter_gpusched.checkpoint.save` prints in a pod) set the
+job's `checkpoint_at`, which the next heartbeat carries to the core (`last_checkpoint_at`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...checkpoint import LOG_PREFIX
 from .api import Connection, KubeApiError
 from .config import KubernetesConfig
 from .gang import rank_of
@@ -107,6 +111,25 @@ def split_log_lines(
         else:
             since_ns, at_since, skip = ts, 1, 0
     return out, since_ns, at_since, sec_bytes
+
+
+CHECKPOINT_LINE = re.compile(re.escape(LOG_PREFIX.strip()).encode() + rb" (\{.*\})")
+
+
+def checkpoint_time(lines: list[bytes], now: float) -> float | None:
+    """The latest save reported in these log lines (`gpusched-checkpoint {"time": ...}`), never after `now`."""
+    latest = None
+    for line in lines:
+        m = CHECKPOINT_LINE.search(line)
+        if m is None:
+            continue
+        try:
+            t = json.loads(m.group(1)).get("time")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t > 0:
+            latest = max(latest or 0.0, min(float(t), now))
+    return latest
 
 
 POSITIONS = ".podlog-positions.json"  # in the job's folder: how far each pod's log was copied (for adoption)
@@ -312,7 +335,11 @@ class PodLogCopier:
         if out:
             self._state.append_log(job_dir, bytes(out), self.cfg.max_log_bytes)
             save_position(job_dir, key, since_ns, at_since, sec_bytes, pl.copied + len(out))
+        saved = checkpoint_time(lines, time.time())
         with self._state.lock:
+            t = self._state.tracked.get(pl.job_id)
+            if saved is not None and t is not None and saved > (t.checkpoint_at or 0.0):
+                t.checkpoint_at = saved
             pl.since_ns, pl.at_since, pl.sec_bytes, pl.failures = since_ns, at_since, sec_bytes, 0
             pl.copied += len(out)
             if stop or (final and not truncated):

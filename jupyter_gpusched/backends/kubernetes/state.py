@@ -41,6 +41,7 @@ class Tracked:
     nodes: tuple[str, ...] = ()  # a gang's nodes (more than one: see `gang`); () for a one-pod job
     extras: tuple[dict, ...] = ()  # objects the Job owns besides its ConfigMap: a gang's Service, the upload Secret
     extras_made: bool = False
+    checkpoint_at: float | None = None  # the notebook's last save, as its pod log reported it (podlogs)
 
 
 class SharedState:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import KubernetesConfig
+from .manifests import wrap_notebook_command
 
 A_TOKEN_HASH = "gpusched.io/upload-token-sha256"
 UPLOAD_SCRIPT = "gpusched_upload.py"
@@ -50,7 +51,7 @@ def add_upload(job: dict[str, Any], cm: dict[str, Any], job_id: str, token: str,
     secret_name = f"{meta['name']}-upload"[:253]
     cm["data"][UPLOAD_SCRIPT] = (Path(__file__).parent / "pod_upload.py").read_text(encoding="utf-8")
     container = job["spec"]["template"]["spec"]["containers"][0]
-    container["command"] = ["python", f"/gpusched/input/{UPLOAD_SCRIPT}", *container["command"]]
+    wrap_notebook_command(container, "python", f"/gpusched/input/{UPLOAD_SCRIPT}")
     container["env"] = [
         *container.get("env", []),
         {"name": "GPUSCHED_UPLOAD_URL", "value": upload_base(cfg, job_id)},
