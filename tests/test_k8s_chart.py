@@ -15,8 +15,14 @@ import yaml
 
 from jupyter_gpusched.backends.kubernetes import KubeApiError, KubernetesBackend
 from jupyter_gpusched.core import JobState
-from jupyter_gpusched.testing.kwok import NODES, backend_config, make_service, run_until, simulate
 from jupyter_gpusched.testing.kwok import KwokCluster as TestCluster
+from jupyter_gpusched.testing.kwok import (
+    backend_config,
+    make_service,
+    run_until,
+    running_cluster,
+    simulate,
+)
 from jupyter_gpusched.testing.kwok import control_plane_built as _built
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,17 +130,8 @@ def cluster(tmp_path_factory):
     helm_binary()
     if not _built():
         pytest.skip("the Kubernetes test binaries are not built; run `bash scripts/k8s-testenv.sh build`")
-    c = TestCluster(tmp_path_factory.mktemp("k8s") / "cluster")
-    c.start()
-    try:
-        for name, pool, spot in NODES:
-            c.add_node(name, pool, spot)
-        c.wait_ready([n for n, _, _ in NODES])
+    with running_cluster(tmp_path_factory.mktemp("k8s") / "cluster") as c:
         yield c
-    finally:
-        if c.api is not None:
-            c.api.close()
-        c.script("stop", timeout=120)
 
 
 def api_path(obj: dict) -> str:

@@ -36,8 +36,15 @@ from jupyter_gpusched.backends.kubernetes.watch import Watcher as _Watcher
 from jupyter_gpusched.core import JobSpec, JobState, SpecError, Tenant
 from jupyter_gpusched.service import Service
 from jupyter_gpusched.store import Store
-from jupyter_gpusched.testing.kwok import NODES, backend_config, make_service, run_until, simulate
 from jupyter_gpusched.testing.kwok import KwokCluster as TestCluster
+from jupyter_gpusched.testing.kwok import (
+    backend_config,
+    make_service,
+    pod_prints,
+    run_until,
+    running_cluster,
+    simulate,
+)
 from jupyter_gpusched.testing.kwok import control_plane_built as _built
 from jupyter_gpusched.testing.notebooks import make_notebook
 from jupyter_gpusched.testing.service import service_in
@@ -53,17 +60,8 @@ def cluster(tmp_path_factory):
             "(builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok from Go modules; "
             "the first build takes a long time, then it is cached)"
         )
-    c = TestCluster(tmp_path_factory.mktemp("k8s") / "cluster")
-    c.start()
-    try:
-        for name, pool, spot in NODES:
-            c.add_node(name, pool, spot)
-        c.wait_ready([n for n, _, _ in NODES])
+    with running_cluster(tmp_path_factory.mktemp("k8s") / "cluster") as c:
         yield c
-    finally:
-        if c.api is not None:
-            c.api.close()
-        c.script("stop", timeout=120)
 
 
 def first_admitted(service: Service, job_id: str) -> float:
@@ -429,15 +427,6 @@ def test_failures_and_max_runtime_come_back_with_their_reasons(cluster, tmp_path
     cleanup(service, cluster, ns)
 
 
-def append_pod_log(cluster: TestCluster, *texts: str) -> None:
-    """Make every pod "print" these lines: kwok serves this CRI-format file as each container's log."""
-    with open(cluster.dir / "pod-logs" / "container.log", "a", encoding="utf-8") as f:
-        for text in texts:
-            ns = time.time_ns()
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
-            f.write(f"{stamp} stdout F {text}\n")
-
-
 def pod_log_texts(cluster: TestCluster) -> list[str]:
     return [line.split(" ", 3)[3] for line in (cluster.dir / "pod-logs" / "container.log").read_text().splitlines()]
 
@@ -483,7 +472,7 @@ def test_pod_logs_are_copied_into_the_job_log_once_each(cluster, tmp_path):
     live = []
     for i in range(6):  # 60 lines of ~70 bytes, 10 at a time, many within one second
         batch = [f"step {i * 10 + k:03d}: loss={1 / (i * 10 + k + 1):.6f} " + "x" * 30 for k in range(10)]
-        append_pod_log(cluster, *batch)
+        pod_prints(cluster, *batch)
         live += batch
         run_until(service, lambda t_end=time.monotonic() + 0.4: time.monotonic() > t_end, timeout=5)
         follow()

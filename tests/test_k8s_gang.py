@@ -6,8 +6,6 @@ command, when its binaries are not built), as in test_k8s_cluster.py."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from jupyter_gpusched.backends.kubernetes import KubernetesBackend, KubernetesConfig, build_manifests, placement_patch
@@ -20,7 +18,7 @@ from jupyter_gpusched.backends.kubernetes.gang import (
     make_gang,
 )
 from jupyter_gpusched.core import JobSpec, JobState
-from jupyter_gpusched.testing.kwok import KwokCluster, make_service, run_until
+from jupyter_gpusched.testing.kwok import KwokCluster, make_service, pod_prints, run_until
 from jupyter_gpusched.testing.kwok import control_plane_built as _built
 
 
@@ -144,8 +142,7 @@ def test_a_gang_runs_on_whole_nodes_together_and_requeues_once_when_a_node_is_lo
         assert p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "8"
     # The job's log: both pods' logs, each line prefixed by its rank.
     marker = "gang-log-line"
-    with open(cluster.dir / "pod-logs" / "container.log", "a", encoding="utf-8") as f:
-        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime())}.000000000Z stdout F {marker}\n")
+    pod_prints(cluster, marker)
     path = service.log_file(job.id)
     run_until(
         service,

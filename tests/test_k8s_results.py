@@ -11,8 +11,14 @@ import pytest
 
 from jupyter_gpusched.backends.kubernetes import KubernetesBackend
 from jupyter_gpusched.core import JobState
-from jupyter_gpusched.testing.kwok import NODES, backend_config, make_service, run_until, simulate
-from jupyter_gpusched.testing.kwok import KwokCluster as TestCluster
+from jupyter_gpusched.testing.kwok import (
+    backend_config,
+    make_service,
+    pod_prints,
+    run_until,
+    running_cluster,
+    simulate,
+)
 from jupyter_gpusched.testing.kwok import control_plane_built as _built
 
 
@@ -20,26 +26,8 @@ from jupyter_gpusched.testing.kwok import control_plane_built as _built
 def cluster(tmp_path_factory):
     if not _built():
         pytest.skip("the Kubernetes test binaries are not built; run `bash scripts/k8s-testenv.sh build`")
-    c = TestCluster(tmp_path_factory.mktemp("k8s") / "cluster")
-    c.start()
-    try:
-        for name, pool, spot in NODES:
-            c.add_node(name, pool, spot)
-        c.wait_ready([n for n, _, _ in NODES])
+    with running_cluster(tmp_path_factory.mktemp("k8s") / "cluster") as c:
         yield c
-    finally:
-        if c.api is not None:
-            c.api.close()
-        c.script("stop", timeout=120)
-
-
-def pod_prints(cluster: TestCluster, *texts: str) -> None:
-    """Every pod "prints" these lines: kwok serves this CRI-format file as each container's log."""
-    with open(cluster.dir / "pod-logs" / "container.log", "a", encoding="utf-8") as f:
-        for text in texts:
-            ns = time.time_ns()
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + f".{ns % 10**9:09d}Z"
-            f.write(f"{stamp} stdout F {text}\n")
 
 
 @pytest.mark.slow
