@@ -70,7 +70,9 @@ def servers(hub):
 
 def start_kernel(server: tuple[str, str]) -> str:
     url, token = server
-    r = requests.post(f"{url}api/kernels", json={"name": SPEC}, headers={"Authorization": f"token {token}"}, timeout=120)
+    r = requests.post(
+        f"{url}api/kernels", json={"name": SPEC}, headers={"Authorization": f"token {token}"}, timeout=120
+    )
     assert r.status_code == 201, r.text
     return r.json()["id"]
 

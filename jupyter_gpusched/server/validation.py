@@ -194,7 +194,9 @@ def _interactive(body: dict[str, Any], notebook: str, preemptible: bool) -> bool
         return False
     if preemptible:
         raise ApiError(
-            400, "invalid_value", "an interactive request cannot be preemptible: it would lose the user's state",
+            400,
+            "invalid_value",
+            "an interactive request cannot be preemptible: it would lose the user's state",
             "preemptible",
         )
     if not notebook.startswith(KERNEL_LABEL) or len(notebook) == len(KERNEL_LABEL) or len(notebook) > 200:

@@ -37,7 +37,9 @@ def checked_submission(handler: GPUSchedHandler, body: dict, interactive_ok: boo
     kernel's reservation (`interactive`) is only for POST jobs (`interactive_ok`)."""
     args = parse_submit(body)
     if args.get("interactive") and not interactive_ok:
-        raise ApiError(400, "invalid_value", "only a GPU kernel's own request (POST jobs) is interactive", "interactive")
+        raise ApiError(
+            400, "invalid_value", "only a GPU kernel's own request (POST jobs) is interactive", "interactive"
+        )
     pools = handler.service.scheduler.cluster.pools.values()
     check_gpu_type(args["gpu_type"], {p.gpu_type for p in pools if p.gpu_type})
     if not args.get("interactive"):  # a kernel's reservation runs no notebook: its label is no path
