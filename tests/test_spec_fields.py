@@ -66,5 +66,5 @@ def test_the_cli_submit_command_has_an_option_for_every_field():
     parser = cli.build_parser()
     submit = parser._subparsers._group_actions[0].choices["submit"]  # type: ignore[union-attr]
     options = {o for action in submit._actions for o in action.option_strings}
-    assert {f.option for f in SUBMIT_SPEC if f.name not in ("notebook", "parameters")} <= options
+    assert {f.option for f in SUBMIT_SPEC if f.user_option and f.name not in ("notebook", "parameters")} <= options
     assert {"-p", "--param"} <= options

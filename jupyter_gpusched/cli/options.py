@@ -18,7 +18,7 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
     """One option per submit field except the notebook (the caller's positional or cell): `--gpus`,
     `--priority`, ..., `-p NAME=VALUE` for each parameter."""
     for spec_field in SUBMIT_SPEC:
-        if spec_field.required:
+        if spec_field.required or not spec_field.user_option:
             continue
         if spec_field.name == "parameters":
             parser.add_argument(

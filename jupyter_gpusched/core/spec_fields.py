@@ -36,6 +36,7 @@ class SpecField:
     required: bool = False
     nullable: bool = False  # null is accepted (and means "the default")
     choices: tuple[str, ...] | None = None
+    user_option: bool = True  # the CLI and the magic offer it (not `interactive`: a GPU kernel's server sends it)
 
     @property
     def option(self) -> str:
@@ -51,6 +52,13 @@ SUBMIT_SPEC: tuple[SpecField, ...] = (
     SpecField("parameters", dict, None, help="papermill parameters (names are Python identifiers)"),
     SpecField("max_runtime", float, None, help="seconds; the job is stopped past it", nullable=True),
     SpecField("preemptible", bool, False, help="may run on spot capacity and be preempted"),
+    SpecField(
+        "interactive",
+        bool,
+        False,
+        help="a GPU kernel's reservation: notebook is 'kernel:<kernel id>' (docs/interactive.md)",
+        user_option=False,
+    ),
     SpecField(
         "max_retries",
         int,

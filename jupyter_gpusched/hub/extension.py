@@ -20,6 +20,7 @@ from traitlets import Unicode, default
 
 from ..backends.base import Backend
 from ..server.app import GPUSched
+from ..server.remote_kernels import RemoteKernelRequests
 from ..server.settings import SETTINGS_KEY
 from .contain import ContainedBackend
 from .forward import CallerStatus, Forwarder, ForwardSettings, forward_handlers
@@ -72,7 +73,11 @@ class HubAwareGPUSched(GPUSched):
         self.service = None
         forwarder = Forwarder(self.hub_service_url, self.hub_api_token)
         caller = self.caller = CallerStatus(forwarder)
-        self.settings[SETTINGS_KEY] = ForwardSettings(forwarder=forwarder, remote_admin=lambda: caller.admin)
+        self.settings[SETTINGS_KEY] = ForwardSettings(
+            forwarder=forwarder,
+            remote_admin=lambda: caller.admin,
+            remote_kernels=RemoteKernelRequests(forwarder.url, forwarder.token),  # GPU kernels ask the service
+        )
         self.log.info("jupyter-gpusched: forwarding to the hub service at %s", self.hub_service_url)
 
     def initialize_handlers(self) -> None:

@@ -11,8 +11,8 @@ process, next to the scheduler, and calls the live service directly (no HTTP rou
    local backend, as its notebook jobs get them);
 3. shutting the kernel down, or culling it, cancels the request: the GPUs go back to the queue at once.
    A restart keeps them (the same reservation).
-A server whose scheduler is elsewhere (a JupyterHub user server forwarding to the hub service) has no
-service here: such a kernel fails to start with a message saying so (docs/interactive.md).
+A server whose scheduler is elsewhere (a JupyterHub user server forwarding to the hub service) does the
+same over that scheduler's REST API, as the server's user (`remote_kernels.py`); idle reclaim is local only.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from traitlets import Float, Int, Unicode
 from ..core import JobState
 from ..core.idle import IdleAction, IdleClock, idle_action
 from ..service.interactive import waiting
+from .remote_kernels import RemoteError, RemoteKernelRequests, allocated_gpus
 from .settings import GPUSchedSettings, settings_of
 
 PROVISIONER_NAME = "gpusched-provisioner"
@@ -65,8 +66,11 @@ class GPUKernelProvisioner(LocalProvisioner):
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         settings = self._settings()
+        if settings.service is None:  # the scheduler is elsewhere (the hub service): ask it over REST
+            assert settings.remote_kernels is not None
+            gpu_ids = await self._reserve_remote(settings.remote_kernels)
+            return await self._start_on(gpu_ids, kwargs)
         service = settings.service
-        assert service is not None
         service.start()  # idempotent, as in the handlers: a server that never ran the extension's start hook
         if self.job_id is None or service.get(self.job_id).state is not JobState.RUNNING:  # a restart keeps them
             owner = settings.owner or getpass.getuser()
@@ -85,6 +89,9 @@ class GPUKernelProvisioner(LocalProvisioner):
         except BaseException:  # cancelled or failed while waiting: never leave the request behind
             self._release("the kernel did not start")
             raise
+        return await self._start_on(gpu_ids, kwargs)
+
+    async def _start_on(self, gpu_ids: tuple[int, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         env = dict(kwargs.get("env") or os.environ)
         env.update(
             {
@@ -101,9 +108,9 @@ class GPUKernelProvisioner(LocalProvisioner):
         try:
             info = await super().launch_kernel(cmd, **kwargs)
         except BaseException:
-            self._release("the kernel could not be launched")
+            await self._release_any("the kernel could not be launched")
             raise
-        if self._idle_watch is None:
+        if self._idle_watch is None and self._settings().service is not None:  # idle reclaim: local only
             self._idle_watch = asyncio.ensure_future(self._watch_idle())
         return info
 
@@ -113,7 +120,7 @@ class GPUKernelProvisioner(LocalProvisioner):
             if self._idle_watch is not None and self._idle_watch is not asyncio.current_task():
                 self._idle_watch.cancel()
             self._idle_watch = None
-            self._release(self._release_why or "the kernel shut down")
+            await self._release_any(self._release_why or "the kernel shut down")
 
     def keep(self) -> float:
         """The user's "keep" on an idle warning: restart the idle clock (bounded by max_keep); seconds added."""
@@ -137,12 +144,66 @@ class GPUKernelProvisioner(LocalProvisioner):
     # --- helpers -----------------------------------------------------------------------------
     def _settings(self) -> GPUSchedSettings:
         settings = _gpusched_settings(self)
-        if settings is None or settings.service is None:
+        if settings is None or (settings.service is None and settings.remote_kernels is None):
             raise RuntimeError(
-                "this GPU kernel needs the jupyter-gpusched scheduler running in this Jupyter server "
-                "(GPU kernels on a JupyterHub user server are not supported yet: docs/interactive.md)"
+                "this GPU kernel needs the jupyter-gpusched scheduler: in this Jupyter server, or the hub "
+                "service this server forwards to (docs/interactive.md)"
             )
         return settings
+
+    async def _reserve_remote(self, remote: RemoteKernelRequests) -> tuple[int, ...]:
+        """Hub mode: queue the request with the scheduler's REST API and wait until it runs; its GPUs."""
+        if self.job_id is not None:  # a restart keeps its GPUs while the request still holds them
+            try:
+                job = (await remote.where(str(self.kernel_id)))["job"]
+            except RemoteError:
+                job = {}
+            if job.get("id") == self.job_id and job.get("state") == JobState.RUNNING.value:
+                return allocated_gpus(job)
+        try:
+            job = await remote.submit(str(self.kernel_id), self.gpus, self.priority, self.tenant)
+        except RemoteError as exc:
+            raise RuntimeError(f"GPU request refused: {exc}") from None
+        self.job_id = job["id"]
+        self.log.info("kernel %s: GPU request %s queued with %s", self.kernel_id, job["id"], remote.url)
+        try:
+            while True:
+                try:
+                    where = await remote.where(str(self.kernel_id))
+                except RemoteError as exc:
+                    if exc.status != 599:
+                        raise
+                    self.log.warning("kernel %s: %s; trying again", self.kernel_id, exc)  # the service restarting
+                    await asyncio.sleep(max(self.poll_interval, 2.0))
+                    continue
+                job = where["job"]
+                if where["message"] != self.status:
+                    self.status = where["message"]
+                    self.log.info("kernel %s: %s", self.kernel_id, self.status)
+                if job["state"] == JobState.RUNNING.value:
+                    return allocated_gpus(job)
+                if JobState(job["state"]).terminal:
+                    self.job_id = None
+                    raise RuntimeError(f"GPU request {job['id']} {job['state'].lower()}: {job['reason']}")
+                await asyncio.sleep(self.poll_interval)
+        except BaseException:  # cancelled or failed while waiting: never leave the request behind
+            await self._release_any("the kernel did not start")
+            raise
+
+    async def _release_any(self, why: str) -> None:
+        """Give the GPUs back: to the service here, or over REST to the one this server forwards to."""
+        settings = _gpusched_settings(self)
+        if settings is None or settings.service is not None or settings.remote_kernels is None:
+            self._release(why)
+            return
+        job_id, self.job_id = self.job_id, None
+        if job_id is None:
+            return
+        try:
+            await settings.remote_kernels.cancel(job_id)
+            self.log.info("kernel %s: GPU request %s released (%s)", self.kernel_id, job_id, why)
+        except RemoteError as exc:  # the service answers for it after its restart (docs/interactive.md)
+            self.log.warning("kernel %s: could not release GPU request %s: %s", self.kernel_id, job_id, exc)
 
     async def _wait_for_gpus(self) -> tuple[int, ...]:
         service = self._settings().service

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..service import Service
+from .remote_kernels import RemoteKernelRequests
 
 SETTINGS_KEY = "gpusched"
 
@@ -29,6 +30,8 @@ class GPUSchedSettings:
     # Where another server decides who is an admin (a user's server forwarding to the hub
     # service): its last answer for this server's user, None until it has answered.
     remote_admin: Callable[[], bool | None] | None = None
+    # Where that other server takes GPU kernels' requests (server/remote_kernels.py), when this one has none.
+    remote_kernels: RemoteKernelRequests | None = None
 
 
 def settings_of(tornado_settings: Mapping[str, Any]) -> GPUSchedSettings | None:

@@ -60,8 +60,10 @@ SUBMIT_FIELDS = {
     "notify",
     "after",
     "when",
+    "interactive",
 }
 MAX_RETRIES_LIMIT = 10
+KERNEL_LABEL = "kernel:"  # an interactive request's notebook: kernel:<kernel id>
 MAX_SUBMIT_BYTES = 1024 * 1024  # a submit body; its parameters may be 64 KiB (core/parameters.py)
 MAX_PATH_BYTES = 4096  # Linux's PATH_MAX and NAME_MAX: past them the OS refuses the name
 MAX_NAME_BYTES = 255
@@ -162,6 +164,7 @@ def parse_submit(body: dict[str, Any]) -> dict[str, Any]:
     preemptible = body.get("preemptible", False)
     if not isinstance(preemptible, bool):
         raise _wrong_type("preemptible", "true or false", preemptible)
+    interactive = _interactive(body, notebook, preemptible)
     return {
         "notebook": notebook.strip(),
         "gpus": _int(body, "gpus", 1, 1),
@@ -177,7 +180,30 @@ def parse_submit(body: dict[str, Any]) -> dict[str, Any]:
         "memory": _int(body, "memory", 0, 0, MAX_MEMORY_MIB),
         "notify": body.get("notify"),  # checked by the service (service/notify_targets.py): 400 on bad targets
         **_dependencies(body),
+        **({"interactive": True} if interactive else {}),
     }
+
+
+def _interactive(body: dict[str, Any], notebook: str, preemptible: bool) -> bool:
+    """`interactive`: a GPU kernel's reservation (a user's server under JupyterHub asks the hub service for
+    its kernels' GPUs this way; docs/interactive.md). Its notebook is the label `kernel:<kernel id>`."""
+    interactive = body.get("interactive", False)
+    if not isinstance(interactive, bool):
+        raise _wrong_type("interactive", "true or false", interactive)
+    if not interactive:
+        return False
+    if preemptible:
+        raise ApiError(
+            400,
+            "invalid_value",
+            "an interactive request cannot be preemptible: it would lose the user's state",
+            "preemptible",
+        )
+    if not notebook.startswith(KERNEL_LABEL) or len(notebook) == len(KERNEL_LABEL) or len(notebook) > 200:
+        raise ApiError(400, "invalid_value", "an interactive request's notebook is 'kernel:<kernel id>'", "notebook")
+    if body.get("after"):
+        raise ApiError(400, "invalid_value", "an interactive request cannot wait for other jobs", "after")
+    return True
 
 
 def _dependencies(body: dict[str, Any]) -> dict[str, Any]:

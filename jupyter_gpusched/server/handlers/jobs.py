@@ -31,16 +31,22 @@ def page_of_jobs(handler: GPUSchedHandler, jobs: list) -> dict:
     }
 
 
-def checked_submission(handler: GPUSchedHandler, body: dict) -> dict:
+def checked_submission(handler: GPUSchedHandler, body: dict, interactive_ok: bool = False) -> dict:
     """A submit body checked as POST jobs checks it (shape, GPU type, notebook, tenant): Service.submit's
-    keyword arguments, less the owner. Schedules check their job fields with it too."""
+    keyword arguments, less the owner. Schedules and pipelines check their job fields with it too: a GPU
+    kernel's reservation (`interactive`) is only for POST jobs (`interactive_ok`)."""
     args = parse_submit(body)
+    if args.get("interactive") and not interactive_ok:
+        raise ApiError(
+            400, "invalid_value", "only a GPU kernel's own request (POST jobs) is interactive", "interactive"
+        )
     pools = handler.service.scheduler.cluster.pools.values()
     check_gpu_type(args["gpu_type"], {p.gpu_type for p in pools if p.gpu_type})
-    root = handler.notebook_root()
-    args["notebook"] = resolve_notebook(root, args["notebook"])
-    if handler.multi_user:  # the service has no single root: keep the full path in the user's folder
-        args["notebook"] = str(root.resolve() / args["notebook"])
+    if not args.get("interactive"):  # a kernel's reservation runs no notebook: its label is no path
+        root = handler.notebook_root()
+        args["notebook"] = resolve_notebook(root, args["notebook"])
+        if handler.multi_user:  # the service has no single root: keep the full path in the user's folder
+            args["notebook"] = str(root.resolve() / args["notebook"])
     args["tenant"] = handler.check_tenant(args["tenant"])
     return args
 
@@ -73,7 +79,7 @@ class JobsHandler(GPUSchedHandler):
     @authorized
     @api_errors
     async def post(self):
-        args = checked_submission(self, parse_json_object(self.request.body))
+        args = checked_submission(self, parse_json_object(self.request.body), interactive_ok=True)
         self.service.check_dependencies(args["after"], self.may_see)
         job = self.service.submit(owner=self.user_name, **args)
         self.set_status(201)
