@@ -145,6 +145,7 @@ export function resubmitBody(d: IJobDetail): IJobSubmit {
     parameters: d.parameters,
     max_runtime: d.max_runtime,
     preemptible: d.preemptible,
+    interactive: d.interactive,
     max_retries: d.max_retries,
     gpu_type: d.gpu_type,
     stall_timeout: d.stall_timeout,

@@ -165,6 +165,8 @@ export interface IJobSubmit {
   parameters?: Record<string, unknown>;
   max_runtime?: number | null;
   preemptible?: boolean;
+  /** A GPU kernel's reservation (hub mode: the user's server asks for its kernels' GPUs so). */
+  interactive?: boolean;
   max_retries?: number;
   gpu_type?: string | null;
   stall_timeout?: number | null;
@@ -185,6 +187,7 @@ export const SUBMIT_FIELDS: ReadonlyArray<keyof IJobSubmit> = [
   'parameters',
   'max_runtime',
   'preemptible',
+  'interactive',
   'max_retries',
   'gpu_type',
   'stall_timeout',
@@ -286,6 +289,8 @@ export interface IClusterPool {
   price_per_gpu_hour: number;
   /** The pool's GPU model, where it has one; the form offers a choice when pools differ. */
   gpu_type?: string | null;
+  /** Memory of one GPU (or MIG slice) in MiB, where the nodes' labels say it. */
+  gpu_memory_mib?: number | null;
 }
 
 export interface ICluster {
