@@ -24,7 +24,10 @@ def test_configure_hub_registers_the_service_and_its_scopes():
         "--config=/etc/gpusched.py",
         "--GPUSched.local_gpus=2",
     ]
-    assert c.JupyterHub.load_roles == [{"name": "user", "scopes": ["self", "access:services!service=gpusched"]}]
+    assert c.JupyterHub.load_roles == [
+        {"name": "gpusched-service", "scopes": ["read:servers"], "services": ["gpusched"]},  # hub/orphans.py
+        {"name": "user", "scopes": ["self", "access:services!service=gpusched"]},
+    ]
     assert "access:services!service=gpusched" in c.Spawner.server_token_scopes
     assert "access:servers!server" in c.Spawner.server_token_scopes
     assert c.Spawner.environment == {"GPUSCHED_HUB_SERVICE_URL": url}
@@ -46,6 +49,7 @@ def test_configure_hub_keeps_existing_settings():
     configure_hub(c, name="gs", port=1, api_token="secret")  # twice: no duplicates
     assert [s["name"] for s in c.JupyterHub.services] == ["other", "gs"]
     assert c.JupyterHub.load_roles[0]["scopes"].count("access:services!service=gs") == 1
+    assert [r["name"] for r in c.JupyterHub.load_roles] == ["user", "ops", "gs-service"]
 
 
 def test_yaml_settings(tmp_path):

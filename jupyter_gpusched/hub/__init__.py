@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 SERVER_ROLE_SCOPES = ["users:activity!user", "access:servers!server"]  # JupyterHub's default 'server' role
+SERVICE_SCOPES = ["read:servers"]  # the service sees which users' servers run (hub/orphans.py)
 
 
 def service_url(name: str = "gpusched", port: int = 10101, host: str = "127.0.0.1") -> str:
@@ -41,6 +42,8 @@ def configure_hub(
     - lets users reach it: the ``user`` role gets ``access:services!service=<name>``
       (``grant_all_users``; else grant that scope to the roles/groups you choose), and each
       single-user server's token gets it too (``c.Spawner.server_token_scopes``);
+    - gives the service itself ``read:servers`` (a role named ``<name>-service``), so it can release
+      the GPUs of kernels whose server stopped without shutting them down (hub/orphans.py);
     - tells single-user servers where it is (``GPUSCHED_HUB_SERVICE_URL`` in
       ``c.Spawner.environment``), so they forward to it instead of scheduling on their own.
 
@@ -72,8 +75,13 @@ def configure_hub(
     hub, spawner = c.JupyterHub, c.Spawner
     hub.services = [s for s in (hub.services if "services" in hub else []) if s.get("name") != name] + [service]
 
+    roles = [dict(r) for r in (hub.load_roles if "load_roles" in hub else [])]
+    own_role = f"{name}-service"
+    roles = [r for r in roles if r.get("name") != own_role]
+    roles.append({"name": own_role, "scopes": list(SERVICE_SCOPES), "services": [name]})
+    hub.load_roles = roles
+
     if grant_all_users:
-        roles = [dict(r) for r in (hub.load_roles if "load_roles" in hub else [])]
         user_role = next((r for r in roles if r.get("name") == "user"), None)
         if user_role is None:
             roles.append({"name": "user", "scopes": ["self", access]})

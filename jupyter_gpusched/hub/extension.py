@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import cast
 
-from traitlets import Unicode, default
+from traitlets import Float, Unicode, default
 
 from ..backends.base import Backend
 from ..server.app import GPUSched
@@ -24,6 +24,7 @@ from ..server.remote_kernels import RemoteKernelRequests
 from ..server.settings import SETTINGS_KEY
 from .contain import ContainedBackend
 from .forward import CallerStatus, Forwarder, ForwardSettings, forward_handlers
+from .orphans import OrphanedKernels
 from .pages import page_handlers
 
 
@@ -41,7 +42,15 @@ class HubAwareGPUSched(GPUSched):
         help="Token sent with forwarded requests (needs access:services!service=<name>). Default: $JUPYTERHUB_API_TOKEN.",
     )
 
+    kernel_server_check_interval = Float(
+        30.0,
+        config=True,
+        help="Hub service: seconds between asks to the Hub which users' servers run; a GPU kernel's reservation "
+        "whose server is gone (or restarted since) is released (hub/orphans.py). 0: never.",
+    )
+
     caller: CallerStatus | None = None
+    orphans: OrphanedKernels | None = None
 
     @default("hub_service_url")
     def _default_hub_service_url(self) -> str:
@@ -93,8 +102,16 @@ class HubAwareGPUSched(GPUSched):
         await super()._start_jupyter_server_extension(serverapp)
         if self.caller is not None:
             self.caller.start()
+        auth = getattr(serverapp.identity_provider, "hub_auth", None)
+        if self.is_multi_user and self.service is not None and auth is not None and auth.api_token:
+            self.orphans = OrphanedKernels(
+                self.service, auth.api_url, auth.api_token, self.kernel_server_check_interval, self.log
+            )
+            self.orphans.start()
 
     async def stop_extension(self) -> None:
         await super().stop_extension()
         if self.caller is not None:
             self.caller.stop()
+        if self.orphans is not None:
+            self.orphans.stop()
