@@ -1,18 +1,21 @@
 """GPU kernels in hub mode, against a real JupyterHub: each user's server asks the hub service for its
 kernels' GPUs (server/remote_kernels.py), so two users' kernels share one box by their groups' quotas.
 
-2 virtual GPUs; alice is in `vision`, bob in `nlp`, each tenant with a quota of 1 and no borrowing.
+2 virtual GPUs; alice (and carol) are in `vision`, bob in `nlp`, each tenant with a quota of 1 and no borrowing.
+The service checks every second which users' servers run, the Hub polls its servers every second.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from pathlib import Path
 
 import pytest
 import requests
 
+from jupyter_gpusched.hub.orphans import REASON as ORPHAN_REASON
 from jupyter_gpusched.server.provisioner import kernel_spec
 from jupyter_gpusched.testing.gpukernels import ensure_provisioner_entry_point, process_env
 from jupyter_gpusched.testing.hub import Hub, ServiceClient
@@ -33,8 +36,10 @@ def hub(tmp_path_factory):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(extra), old_path) if p)
     h = Hub(
         base,
-        groups={"vision": ["alice"], "nlp": ["bob"]},
+        groups={"vision": ["alice", "carol"], "nlp": ["bob"]},
+        hub_config=["c.Spawner.poll_interval = 1"],  # the Hub notices a dead server within a second
         gpusched={
+            "kernel_server_check_interval": 1,
             "local_gpus": 2,
             "tick_interval": 0.2,
             "tenants": {"vision": {"quota": 1, "burst": 0}, "nlp": {"quota": 1, "burst": 0}},
@@ -42,7 +47,7 @@ def hub(tmp_path_factory):
             "group_tenants": {"vision": "vision", "nlp": "nlp"},
         },
     )
-    for user in USERS:  # the GPU kernelspec in each user's own data folder ($HOME is their home)
+    for user in [*USERS, "carol"]:  # the GPU kernelspec in each user's own data folder ($HOME is their home)
         folder = h.home(user) / ".local" / "share" / "jupyter" / "kernels" / SPEC
         folder.mkdir(parents=True)
         (folder / "kernel.json").write_text(__import__("json").dumps(kernel_spec(1)))
@@ -83,16 +88,24 @@ def stop_kernel(server: tuple[str, str], kernel_id: str) -> None:
     assert r.status_code == 204, r.text
 
 
-def kernel_gpus(job_id: str) -> str:
-    """CUDA_VISIBLE_DEVICES of the live kernel process started for request `job_id` (found by its env)."""
+def find_process(match: str, **env_vars: str) -> tuple[int, dict[str, str]] | None:
+    """A live process whose command line contains `match` and whose environment has `env_vars`."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             env = process_env(int(pid))
+            cmdline = Path(f"/proc/{pid}/cmdline").read_text()
         except OSError:
             continue
-        if env.get("GPUSCHED_JOB_ID") == job_id and "ipykernel" in Path(f"/proc/{pid}/cmdline").read_text():
-            return env["CUDA_VISIBLE_DEVICES"]
-    raise AssertionError(f"no kernel process for {job_id}")
+        if match in cmdline and all(env.get(k) == v for k, v in env_vars.items()):
+            return int(pid), env
+    return None
+
+
+def kernel_gpus(job_id: str) -> str:
+    """CUDA_VISIBLE_DEVICES of the live kernel process started for request `job_id` (found by its env)."""
+    found = find_process("ipykernel", GPUSCHED_JOB_ID=job_id)
+    assert found is not None, f"no kernel process for {job_id}"
+    return found[1]["CUDA_VISIBLE_DEVICES"]
 
 
 def kernel_request(api: ServiceClient, kernel_id: str) -> dict:
@@ -153,3 +166,45 @@ def test_the_service_checks_an_interactive_request_like_a_job(hub, servers):
     assert code == 201 and job["interactive"] and (job["owner"], job["tenant"]) == ("bob", "nlp"), job
     code, _ = api.json("DELETE", f"api/jobs/{job['id']}")
     assert code == 200
+
+
+def test_a_server_killed_with_its_gpu_kernel_gives_the_gpu_back(hub, servers):
+    """The server dies without shutting its kernel down: the hub service releases the kernel's
+    reservation once the Hub no longer lists the server (hub/orphans.py), and another user's kernel
+    waiting for that GPU starts on it."""
+    alice_api = ServiceClient(servers["alice"][0], servers["alice"][1])
+    kernel = start_kernel(servers["alice"])
+    job = kernel_request(alice_api, kernel)["job"]
+    assert job["state"] == "RUNNING", job
+    gpu = kernel_gpus(job["id"])
+
+    carol = (hub.start_server("carol"), hub.token("carol"))
+    carol_api = ServiceClient(carol[0], carol[1])
+    started: dict[str, str] = {}
+    waiter = threading.Thread(target=lambda: started.setdefault("id", start_kernel(carol)), daemon=True)
+    waiter.start()  # vision's one GPU is alice's kernel's: carol's kernel waits
+
+    def queued():
+        code, page = carol_api.json("GET", "api/jobs?interactive=true&state=QUEUED")
+        return page["jobs"] if code == 200 and page["jobs"] else None
+
+    waiting = wait_for(queued, 60, "carol's kernel's request queued")[0]
+    assert waiter.is_alive()
+
+    found = find_process("jupyterhub.singleuser", JUPYTERHUB_USER="alice")
+    assert found is not None, "alice's server process"
+    os.kill(found[0], signal.SIGKILL)  # no shutdown: its kernels' requests are never cancelled by it
+
+    waiter.join(90)
+    assert started.get("id") == waiting["notebook"].removeprefix("kernel:"), "carol's kernel did not start"
+    assert kernel_request(carol_api, started["id"])["job"]["state"] == "RUNNING"
+    assert kernel_gpus(waiting["id"]) == gpu  # the GPU alice's kernel held
+    # alice's kernel process died with its server (ipykernel watches its parent)
+    wait_for(lambda: find_process("ipykernel", GPUSCHED_JOB_ID=job["id"]) is None, 30, "alice's kernel to exit")
+    as_alice = ServiceClient(hub.service_url, hub.token("alice"))  # her server is gone: straight to the service
+    old = kernel_request(as_alice, kernel)["job"]
+    assert old["id"] == job["id"] and old["state"] == "CANCELLED" and ORPHAN_REASON in old["reason"], old
+
+    stop_kernel(carol, started["id"])
+    code, cluster = carol_api.json("GET", "api/cluster")
+    assert code == 200 and cluster["free_gpus"] == 2, cluster

@@ -47,7 +47,8 @@ class Hub:
 
     `groups`: {Hub group: [users]}; `admins`: Hub admin users; `gpusched`: extra
     `c.GPUSched` settings for the service; `service_args`: extra service command-line args;
-    `external_service`: register the service as external (you run `start_service()`)."""
+    `external_service`: register the service as external (you run `start_service()`);
+    `hub_config`: extra lines of ``jupyterhub_config.py`` (e.g. ``c.Spawner.poll_interval = 1``)."""
 
     base: Path
     groups: Mapping[str, Sequence[str]] = field(default_factory=dict)
@@ -55,6 +56,7 @@ class Hub:
     gpusched: Mapping[str, Any] = field(default_factory=dict)
     service_args: Sequence[str] = ()
     external_service: bool = False
+    hub_config: Sequence[str] = ()
     name: str = "gpusched"
     port: int = field(default_factory=free_port)
     hub_port: int = field(default_factory=free_port)
@@ -157,7 +159,9 @@ class Hub:
                 api_token={self.service_token if self.external_service else None!r},
             )
             """
-        (self.base / "jupyterhub_config.py").write_text(textwrap.dedent(config))
+        (self.base / "jupyterhub_config.py").write_text(
+            textwrap.dedent(config) + "".join(f"{line}\n" for line in self.hub_config)
+        )
         # Single-user servers load only what the tests need (Voila, for the dashboard guard; not Lab or LSP).
         lean = self.base / "singleuser-config"
         lean.mkdir(exist_ok=True)
