@@ -118,6 +118,41 @@ def test_a_restart_releases_kernel_requests_never_adopts_them(tmp_path):
     second.store.close()
 
 
+def test_the_hub_service_keeps_kernel_requests_across_its_restart(tmp_path):
+    """In the hub service the kernels live in the users' servers, which its restart leaves running: their
+    reservations keep their GPUs and their place in line (hub/orphans.py releases those whose server went)."""
+    from jupyter_gpusched.backends.local import LocalBackend
+    from jupyter_gpusched.testing.service import service_in
+
+    def hub_service():
+        backend = LocalBackend(virtual_gpus=2, heartbeat_interval=0.5)
+        return service_in(tmp_path, backend, kernels_outlive_restart=True, memory_check_interval=0.0)
+
+    first = hub_service()
+    held = first.submit(notebook="kernel:a", owner="me", interactive=True)
+    first.tick()
+    waiting_one = first.submit(notebook="kernel:b", owner="me", gpus=2, interactive=True)
+    first.tick()
+    assert (held.state, waiting_one.state) == (JobState.RUNNING, JobState.QUEUED)
+    gpus = held.allocation
+    first.backend.close()
+    first.store.close()
+
+    second = hub_service()
+    kept, still_waiting = second.get(held.id), second.get(waiting_one.id)
+    assert kept.state is JobState.RUNNING and kept.allocation == gpus
+    assert still_waiting.state is JobState.QUEUED and second.scheduler.position(still_waiting.id) == 0
+    assert second.scheduler.cluster.free_gpus == 1
+    second.tick()
+    assert still_waiting.state is JobState.QUEUED  # the held GPU is still held: no double booking
+    second.cancel(kept.id, "me")  # the kernel shuts down: its GPU goes to the one waiting
+    for _ in range(3):
+        second.tick()
+    assert still_waiting.state is JobState.RUNNING
+    second.backend.close()
+    second.store.close()
+
+
 IDLE = {"interactive_idle_timeout": 1.0, "interactive_idle_warning": 1.5, "interactive_keep_max": 30.0}
 
 

@@ -444,6 +444,7 @@ class GPUSched(ExtensionApp):
             tenants=self._tenants(),
             budgets=tenant_budgets(self.tenants),
             interactive_share=_share(self.interactive_share, self.default_tenant),
+            kernels_outlive_restart=self.is_multi_user,
             interactive_idle=IdlePolicy(
                 self.interactive_idle_timeout,
                 self.interactive_idle_warning,

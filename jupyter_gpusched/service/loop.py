@@ -79,6 +79,9 @@ class ServiceConfig:
     tenants: tuple[Tenant, ...] = ()
     interactive_share: float | None = None  # of the implicit default tenant (docs/interactive.md)
     interactive_idle: IdlePolicy = field(default_factory=IdlePolicy)  # GPU kernels' idle reclaim (core/idle.py)
+    # The hub service: GPU kernels live in the users' servers, which a restart of this one leaves running, so
+    # their reservations are kept (hub/orphans.py releases those whose server is gone). Else they are released.
+    kernels_outlive_restart: bool = False
     default_tenant: str = "default"
     user_tenants: Mapping[str, str] = field(default_factory=dict)
     pools: tuple[Pool, ...] = ()
@@ -190,7 +193,10 @@ class Service(ServiceViews, Pipelines):
         for job, stored in rows:
             info = self.info[job.id] = JobInfo.from_dict(stored)
             if job.spec.interactive and not job.state.terminal:
-                touched.append(release_after_restart(self.scheduler, job, now))
+                if self.config.kernels_outlive_restart and (not job.state.holds_gpus or self._fits(job)):
+                    self.scheduler.restore(job)  # its kernel lives on in the user's server, on these GPUs
+                else:
+                    touched.append(release_after_restart(self.scheduler, job, now))
             elif job.id in adopted and self._fits(job):
                 self.scheduler.restore(job)  # keeps its GPUs; its news comes through poll()
             elif job.state.holds_gpus:
