@@ -469,6 +469,7 @@ class Service(ServiceViews, Pipelines):
                     allocation=job.allocation,
                     attempt=max(1, job.attempts),
                     checkpoint_interval=self._checkpoint_interval(job, now),
+                    preempt_grace=self.scheduler.cluster.preempt_grace(job.allocation),
                     environment=self.inputs_environment(job),
                 )
             )
