@@ -64,3 +64,50 @@ def test_the_local_backend_gives_a_preempted_job_its_pools_grace(tmp_path):
     resumed = [s for e, a, s in trace if e == "start" and a == 2]
     assert preempted and resumed == preempted[-1:], trace  # the last save in the pool's grace is what resumes
     assert ("done", 2, 300) in trace
+
+
+# --- checkpoint_interval at submission ---------------------------------------------------------------------------
+def test_the_submitted_interval_is_a_ceiling_the_policy_may_only_shorten():
+    from jupyter_gpusched.core import Scheduler, Tenant
+    from jupyter_gpusched.core.model import Job
+    from jupyter_gpusched.core.policies.base import Policy
+
+    class Wants(Policy):
+        def __init__(self, wanted):
+            self.wanted = wanted
+
+        def schedule(self, s, now):
+            pass
+
+        def checkpoint_interval(self, s, job, now):
+            return self.wanted
+
+    s = Scheduler(Cluster([NodeSpec("n", 1)]), [Tenant("default", 1)], "fifo")
+    asked, plain = Job("a", JobSpec("t.ipynb", checkpoint_interval=120.0), 0.0, 0), Job("b", JobSpec("t.ipynb"), 0.0, 1)
+    assert Wants(30.0).handed_interval(s, asked, 0.0) == 30.0  # shorter: the policy's (a spot pool)
+    assert Wants(600.0).handed_interval(s, asked, 0.0) == 120.0  # longer: the owner's
+    assert Wants(None).handed_interval(s, asked, 0.0) == 120.0
+    assert Wants(30.0).handed_interval(s, plain, 0.0) is None  # asked for none: none
+
+
+async def test_a_job_submitted_with_an_interval_gets_it_in_its_environment(api, jp_root_dir):
+    import json
+
+    from jupyter_gpusched.testing.notebooks import make_notebook
+    from jupyter_gpusched.testing.waits import wait_for_state
+
+    make_notebook(
+        jp_root_dir / "ck.ipynb", "import os\nprint('interval', os.environ.get('GPUSCHED_CHECKPOINT_INTERVAL'))"
+    )
+    code, body = await api("POST", "jobs", {"notebook": "ck.ipynb", "checkpoint_interval": -5})
+    assert code == 400 and body["field"] == "checkpoint_interval", body
+    code, body = await api("POST", "jobs", {"notebook": "ck.ipynb", "checkpoint_interval": "often"})
+    assert code == 400 and body["field"] == "checkpoint_interval", body
+    code, job = await api("POST", "jobs", {"notebook": "ck.ipynb", "checkpoint_interval": 45})
+    assert code == 201, job
+    done = await wait_for_state(api, job["id"], {"SUCCEEDED", "FAILED"})
+    assert done["state"] == "SUCCEEDED", done
+    code, detail = await api("GET", f"jobs/{job['id']}")
+    assert detail["checkpoint_interval"] == 45
+    code, out = await api("GET", f"jobs/{job['id']}/output")
+    assert "interval 45.0" in json.dumps(out)
