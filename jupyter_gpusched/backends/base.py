@@ -87,6 +87,7 @@ class LaunchRequest:
     allocation: Allocation = ()  # where the core placed it: ((node, (gpu index, ...)), ...)
     attempt: int = 1  # 1, 2, ... ($GPUSCHED_ATTEMPT): the job's checkpoint folder is the same on each
     checkpoint_interval: float | None = None  # what the policy wants ($GPUSCHED_CHECKPOINT_INTERVAL), if any
+    preempt_grace: float | None = None  # its pool's grace period (c.GPUSched.pools); None: the backend's preempt_grace
     environment: Mapping[str, str] = field(default_factory=dict)  # extra variables, e.g. GPUSCHED_INPUTS
 
 

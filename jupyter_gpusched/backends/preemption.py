@@ -5,8 +5,8 @@ job id), named to the notebook as `$GPUSCHED_CHECKPOINT_DIR`, with `$GPUSCHED_AT
 one (spot pools), `$GPUSCHED_CHECKPOINT_INTERVAL` (`jupyter_gpusched.checkpoint` reads them).
 
 Before a preempted job is killed, its kernel's process group gets `preempt_signal` (SIGTERM) and up to
-`preempt_grace` seconds to end (as Slurm's --signal); the checkpoint helper turns the signal into a last save, so a
-job that saved in the grace period loses nothing. Then the usual kill. All of it on the kill thread, never on the
+`preempt_grace` seconds (its pool's, when c.GPUSched.pools sets one) to end (as Slurm's --signal); the checkpoint
+helper turns the signal into a last save, so a job that saved in the grace period loses nothing. Then the usual kill. All of it on the kill thread, never on the
 event loop (`begin_preempt` returns the slow half, like `begin_kill`).
 """
 
@@ -38,6 +38,12 @@ def checkpoint_env(req: LaunchRequest, preempt_signal: str) -> dict[str, str]:
     if req.checkpoint_interval is not None and req.checkpoint_interval > 0:
         env[INTERVAL_ENV] = repr(float(req.checkpoint_interval))
     return env
+
+
+def grace_for(pool_grace: float | None, default: float) -> float:
+    """The grace period of one job: its pool's (`c.GPUSched.pools[name]["preempt_grace"]`, handed to the backend
+    as `LaunchRequest.preempt_grace`) when the pool sets one, else the backend's `preempt_grace`."""
+    return default if pool_grace is None else float(pool_grace)
 
 
 def reported_checkpoint(heartbeat: Path) -> float | None:
@@ -86,9 +92,10 @@ class GracefulPreemption(LoggingConfigurable):
             run = self._runs.get(job_id)
         kernel = run.kernel_pid() if run is not None and run.stopping is None else None
         finish = self.begin_kill(job_id, reason)
-        if kernel is None or finish is None or self.preempt_grace <= 0:
+        grace = grace_for(run.req.preempt_grace if run is not None else None, self.preempt_grace)
+        if kernel is None or finish is None or grace <= 0:
             return finish
-        signum, grace, token = preempt_signum(self.preempt_signal), self.preempt_grace, run.token if run else None
+        signum, token = preempt_signum(self.preempt_signal), run.token if run else None
 
         def warn_then_kill() -> None:
             warn_group(kernel, signum, grace, token=token)

@@ -11,7 +11,14 @@ from typing import Any
 from ..core.spec_fields import SUBMIT_SPEC
 from ..params import param_arg
 
-_METAVARS = {"gpus": "N", "tenant": "TENANT", "max_runtime": "SECONDS", "max_retries": "N", "gpu_type": "TYPE"}
+_METAVARS = {
+    "gpus": "N",
+    "tenant": "TENANT",
+    "max_runtime": "SECONDS",
+    "checkpoint_interval": "SECONDS",
+    "max_retries": "N",
+    "gpu_type": "TYPE",
+}
 
 
 def add_spec_options(parser: argparse.ArgumentParser) -> None:

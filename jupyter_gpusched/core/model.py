@@ -258,6 +258,7 @@ class Pool:
     max_nodes: int | None = None
     node_gpus: int | None = None  # GPUs on a node added when the pool grows (None: unknown)
     gpu_memory_mib: int | None = None  # memory of one GPU (None: unknown); shown, not scheduled on
+    preempt_grace: float | None = None  # seconds a preempted job here has to save (None: the backend's setting)
 
 
 @dataclass(frozen=True, slots=True)

@@ -100,6 +100,15 @@ class Cluster:
     def pool_of(self, name: str) -> str:
         return self._pool_of[name]
 
+    def preempt_grace(self, allocation: Allocation) -> float | None:
+        """The grace period of the pool a job placed on `allocation` runs in (a job is placed within one pool);
+        None: the pool sets none (or the node is gone), so the backend's own setting holds."""
+        node = allocation[0][0] if allocation else None
+        if node is None or node not in self._pool_of:
+            return None
+        pool = self.pools.get(self._pool_of[node])
+        return None if pool is None else pool.preempt_grace
+
     def free_on(self, name: str) -> int:
         return len(self._free[name])
 

@@ -51,6 +51,13 @@ SUBMIT_SPEC: tuple[SpecField, ...] = (
     SpecField("tenant", str, None, help="queue/tenant to charge (default: yours)"),
     SpecField("parameters", dict, None, help="papermill parameters (names are Python identifiers)"),
     SpecField("max_runtime", float, None, help="seconds; the job is stopped past it", nullable=True),
+    SpecField(
+        "checkpoint_interval",
+        float,
+        None,
+        help="seconds between checkpoints ($GPUSCHED_CHECKPOINT_INTERVAL; a spot pool may shorten it)",
+        nullable=True,
+    ),
     SpecField("preemptible", bool, False, help="may run on spot capacity and be preempted"),
     SpecField(
         "interactive",

@@ -139,7 +139,8 @@ class GPUSched(ExtensionApp):
     )
     pools = Dict(
         config=True,
-        help="Pool terms: {name: {'spot': bool, 'price_per_gpu_hour': float, 'gpu_type': str}}. The local backend's "
+        help="Pool terms: {name: {'spot': bool, 'price_per_gpu_hour': float, 'gpu_type': str, 'preempt_grace': "
+        "seconds}}; preempt_grace overrides the backend's for jobs preempted on that pool. The local backend's "
         "pool is 'local'. The Kubernetes backend treats the spot ones as spot unless c.KubernetesBackend.spot_pools is set.",
     )
     admin_users = List(
@@ -414,6 +415,7 @@ class GPUSched(ExtensionApp):
                 spot=bool(t.get("spot", False)),
                 price_per_gpu_hour=float(t.get("price_per_gpu_hour", 0.0)),
                 gpu_type=t.get("gpu_type"),
+                preempt_grace=_grace(t.get("preempt_grace"), name),
             )
             for name, t in sorted(self.pools.items())
         )
@@ -520,3 +522,13 @@ def _share(value: Any, tenant: str) -> float | None:
     if not 0.0 <= share <= 1.0:
         raise ValueError(f"interactive_share of tenant {tenant!r} must be between 0 and 1, got {value!r}")
     return share
+
+
+def _grace(value: Any, pool: str) -> float | None:
+    """A pool's grace period, checked: seconds >= 0, or None (the backend's preempt_grace)."""
+    if value is None:
+        return None
+    grace = float(value)
+    if not grace >= 0.0:
+        raise ValueError(f"preempt_grace of pool {pool!r} must be >= 0 seconds, got {value!r}")
+    return grace

@@ -52,6 +52,7 @@ def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
         out["position"] = service.position(job) if job.state is JobState.QUEUED else None
         out["estimated_start"] = iso(service.estimated_start(job)) if job.state is JobState.QUEUED else None
         out["stall_timeout"] = info.stall_timeout if info is not None else None
+        out["checkpoint_interval"] = s.checkpoint_interval
         out["notify"] = [t.public() for t in targets_from_dicts(info.notify if info is not None else None)]
         out["notified"] = list(info.notified) if info is not None else []
         out["activity"] = info.activity if info is not None else None

@@ -475,6 +475,7 @@ class Service(ServiceViews, Pipelines):
                     allocation=job.allocation,
                     attempt=max(1, job.attempts),
                     checkpoint_interval=self._checkpoint_interval(job, now),
+                    preempt_grace=self.scheduler.cluster.preempt_grace(job.allocation),
                     environment=self.inputs_environment(job),
                 )
             )
@@ -487,9 +488,7 @@ class Service(ServiceViews, Pipelines):
 
     def _checkpoint_interval(self, job: Job, now: float) -> float | None:
         """What the policy wants this attempt to checkpoint at (spot pools), for jobs that checkpoint."""
-        if job.spec.checkpoint_interval is None:
-            return None
-        return self.scheduler.policy.checkpoint_interval(self.scheduler, job, now)
+        return self.scheduler.policy.handed_interval(self.scheduler, job, now)
 
     def _launch_failed(self, job: Job, info: JobInfo, now: float, exc: Exception) -> None:
         """The backend could not start the job: back in line after a pause, or failed after too many tries."""
@@ -565,6 +564,7 @@ class Service(ServiceViews, Pipelines):
         tenant: str | None = None,
         parameters: Mapping[str, Any] | None = None,
         max_runtime: float | None = None,
+        checkpoint_interval: float | None = None,
         preemptible: bool = False,
         max_retries: int = 2,
         gpu_type: str | None = None,
@@ -590,6 +590,7 @@ class Service(ServiceViews, Pipelines):
             owner=owner,
             parameters=dict(parameters or {}),
             max_runtime=max_runtime,
+            checkpoint_interval=checkpoint_interval,
             preemptible=preemptible,
             max_retries=max_retries,
             gpu_type=gpu_type,

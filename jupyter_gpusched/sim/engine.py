@@ -436,9 +436,7 @@ class Simulation:
         s = self.scheduler
         job = s.started(job_id, t)
         r = self._runs[job_id]
-        interval = job.spec.checkpoint_interval
-        if interval is not None:
-            interval = self.policy.checkpoint_interval(s, job, t)
+        interval = self.policy.handed_interval(s, job, t)
         ck = self.checkpoint
         end = r.begin(t, self.cluster.pool_of(allocation[0][0]), ck.restore_s, interval, ck.cost_s)
         if math.isfinite(end):

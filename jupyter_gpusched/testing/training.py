@@ -11,7 +11,7 @@ from typing import Any
 
 from ..backends.local import LocalBackend
 from ..backends.preemption import checkpoint_dir
-from ..core import Tenant
+from ..core import Pool, Tenant
 from ..core.health import HealthConfig
 from .notebooks import make_notebook
 from .service import run_until, service_in
@@ -63,8 +63,9 @@ def read_trace(path: Path) -> list[tuple[str, int, int]]:
     return out
 
 
-def preempting_service(folder: Path, grace: float):
-    """Two tenants on 2 virtual GPUs: `research` owns none and borrows both; `prod` owns both and takes them back."""
+def preempting_service(folder: Path, grace: float, pools: tuple[Pool, ...] = ()):
+    """Two tenants on 2 virtual GPUs: `research` owns none and borrows both; `prod` owns both and takes them back.
+    `pools`: the service's pool terms (the local backend's pool is "local")."""
     backend = LocalBackend(virtual_gpus=2, heartbeat_interval=0.3, preempt_grace=grace)
     return service_in(
         folder,
@@ -73,6 +74,7 @@ def preempting_service(folder: Path, grace: float):
         default_tenant="research",
         health=HealthConfig(),
         memory_check_interval=0.0,
+        pools=pools,
     )
 
 
@@ -81,11 +83,15 @@ def two_saves(trace: list[tuple[str, int, int]]) -> bool:
 
 
 def train_then_preempt(
-    folder: Path, grace: float, ready: Callable[[list[tuple[str, int, int]]], bool] = two_saves, **params: Any
+    folder: Path,
+    grace: float,
+    ready: Callable[[list[tuple[str, int, int]]], bool] = two_saves,
+    pools: tuple[Pool, ...] = (),
+    **params: Any,
 ) -> tuple[list[tuple[str, int, int]], dict]:
     """Run the training notebook as `research`, preempt it with a `prod` job once `ready(trace)` holds (it saved
     twice), let it finish on attempt 2. Returns its trace and what the core and the store said about it."""
-    service = preempting_service(folder, grace)
+    service = preempting_service(folder, grace, pools)
     root = folder / "root"
     make_training_notebook(root / "train.ipynb")
     make_notebook(root / "quick.ipynb", "x = 1")

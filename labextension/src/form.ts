@@ -144,6 +144,7 @@ export function resubmitBody(d: IJobDetail): IJobSubmit {
     tenant: d.tenant,
     parameters: d.parameters,
     max_runtime: d.max_runtime,
+    checkpoint_interval: d.checkpoint_interval ?? null,
     preemptible: d.preemptible,
     interactive: d.interactive,
     max_retries: d.max_retries,

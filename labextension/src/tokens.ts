@@ -137,6 +137,8 @@ export interface IJobDetail extends IJob {
   estimated_start: string | null;
   /** The job's own stall timeout in seconds; null: the server's. */
   stall_timeout: number | null;
+  /** Seconds between checkpoints it was submitted with; null: none asked. */
+  checkpoint_interval?: number | null;
   /** The last progress report (source, time, cell, CPU, I/O, GPU figures). */
   activity: Record<string, unknown> | null;
   /** GPU-hours reported on, of which idle, of which waiting on data. */
@@ -164,6 +166,8 @@ export interface IJobSubmit {
   tenant?: string;
   parameters?: Record<string, unknown>;
   max_runtime?: number | null;
+  /** Seconds between checkpoints ($GPUSCHED_CHECKPOINT_INTERVAL); a spot pool may hand a shorter one. */
+  checkpoint_interval?: number | null;
   preemptible?: boolean;
   /** A GPU kernel's reservation (hub mode: the user's server asks for its kernels' GPUs so). */
   interactive?: boolean;
@@ -186,6 +190,7 @@ export const SUBMIT_FIELDS: ReadonlyArray<keyof IJobSubmit> = [
   'tenant',
   'parameters',
   'max_runtime',
+  'checkpoint_interval',
   'preemptible',
   'interactive',
   'max_retries',

@@ -371,6 +371,7 @@ class KubernetesBackend(Backend):
             kernel_name=req.kernel_name,
             gpu_resource=resource,
             checkpoint_interval=req.checkpoint_interval,
+            preempt_grace=req.preempt_grace,
         )
         service = make_gang(job, len(allocation), per_node, self.cfg) if per_node else None
         extras = [service] if service else []

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.model import JobSpec, Priority
+from ..preemption import grace_for
 from .config import KubernetesConfig
 from .names import (
     A_ATTEMPT,
@@ -71,6 +72,7 @@ def build_manifests(
     kernel_name: str | None = None,
     gpu_resource: str | None = None,
     checkpoint_interval: float | None = None,
+    preempt_grace: float | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The suspended Job and its ConfigMap for one job, as plain dicts (what `manifest` prints)."""
     name = job_name(job_id)
@@ -135,7 +137,8 @@ def build_manifests(
         "volumes": [{"name": "input", "configMap": {"name": name}}, {"name": "output", **output_volume}],
         "tolerations": tolerations(cfg, spot=False),
         # A deleted (preempted) pod gets SIGTERM, then this long to save a checkpoint before SIGKILL.
-        "terminationGracePeriodSeconds": max(0, int(math.ceil(cfg.preempt_grace))),
+        # Its pool's grace when c.GPUSched.pools sets one (the pool is known: the Job is built at admission).
+        "terminationGracePeriodSeconds": max(0, int(math.ceil(grace_for(preempt_grace, cfg.preempt_grace)))),
     }
     if cfg.service_account:
         pod_spec["serviceAccountName"] = cfg.service_account

@@ -43,6 +43,16 @@ class Policy(ABC):
         interval the job asked for."""
         return job.spec.checkpoint_interval
 
+    def handed_interval(self, s: Scheduler, job: Job, now: float) -> float | None:
+        """The interval a job's attempt is handed ($GPUSCHED_CHECKPOINT_INTERVAL): the one it was submitted
+        with, or the policy's when that is shorter (a spot pool's); None for a job that asked for none. The
+        submitted one is a ceiling: a policy never makes a job save less often than its owner asked."""
+        asked = job.spec.checkpoint_interval
+        if asked is None:
+            return None
+        wanted = self.checkpoint_interval(s, job, now)
+        return asked if wanted is None else min(asked, wanted)
+
     def max_pool_gpus(self, s: Scheduler, pool: str) -> float:
         """The most GPUs `pool` may hold while this policy runs; what submit checks a job's
         size against. Default: its GPUs now (a policy that grows pools says more)."""

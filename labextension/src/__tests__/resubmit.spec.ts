@@ -33,6 +33,7 @@ const detail: IJobDetail = {
   position: null,
   estimated_start: null,
   stall_timeout: 900,
+  checkpoint_interval: 120,
   cpus: 2,
   memory: 4096,
   activity: null,
