@@ -103,3 +103,49 @@ def test_a_cyclic_or_malformed_pipeline_is_refused(tmp_path):
         service.schedules.create(owner="me", notebook="x.ipynb", pipeline=DAG, cron="* * * * *")
     assert err.value.field == "pipeline"
     stop(service)
+
+
+async def test_rest_a_pipeline_schedule_runs_its_steps_listed_under_it(api, jp_root_dir, service):
+    notebooks(jp_root_dir)
+    code, sched = await api("POST", "schedules", {"pipeline": DAG, "cron": "* * * * *"})
+    assert code == 201, sched
+    assert sched["notebook"] == "" and sched["job"] == {} and sched["last_state"] is None
+    assert [s["notebook"] for s in sched["pipeline"]["steps"]] == [s["notebook"] for s in DAG["steps"]]
+    assert sched["pipeline"]["edges"] == DAG["edges"]
+    service.schedules.store.update(sched["id"], created_at=service.clock() - 60)  # the current minute is due
+    service.tick()
+    service.tick()
+    code, listed = await api("GET", f"schedules/{sched['id']}/jobs")
+    assert code == 200 and listed["total"] == 4
+    assert {j["schedule_id"] for j in listed["jobs"]} == {sched["id"]}
+    code, again = await api("GET", f"schedules/{sched['id']}")
+    assert {j["pipeline_id"] for j in listed["jobs"]} == {again["last_job"]}
+    code, pipeline = await api("GET", f"pipelines/{again['last_job']}")
+    assert code == 200 and pipeline["edges"] == DAG["edges"]
+    assert again["last_state"] == pipeline["state"]
+    # job fields beside a pipeline are refused: each step has its own
+    code, err = await api("PATCH", f"schedules/{sched['id']}", {"gpus": 2})
+    assert code == 400 and err["field"] == "gpus"
+    code, edited = await api("PATCH", f"schedules/{sched['id']}", {"pipeline": {"steps": DAG["steps"][:1]}})
+    assert code == 200 and len(edited["pipeline"]["steps"]) == 1 and edited["pipeline"]["edges"] == []
+
+
+@pytest.mark.parametrize(
+    "pipeline, field, error",
+    [
+        (dict(DAG, edges=[[0, 1], [1, 0]]), "pipeline.edges", "invalid_value"),
+        (dict(DAG, edges=[[0, 9]]), "pipeline.edges", "invalid_value"),
+        ({"steps": [], "edges": []}, "pipeline.steps", "invalid_value"),
+        ({"steps": [{"notebook": "prep.ipynb", "gpus": 0}]}, "pipeline.steps[0].gpus", "invalid_value"),
+        ({"steps": [{"notebook": "prep.ipynb"}, {"notebook": "missing.ipynb"}]}, "pipeline.steps[1].notebook", "not_found"),
+        ({"steps": [{"notebook": "prep.ipynb", "after": ["x"]}]}, "pipeline.steps[0].after", "unknown_field"),
+        ({"steps": [{"notebook": "prep.ipynb"}], "bogus": 1}, "pipeline", "invalid_value"),
+    ],
+)
+async def test_rest_bad_pipeline_schedules_get_400_naming_the_field(api, jp_root_dir, pipeline, field, error):
+    notebooks(jp_root_dir)
+    code, err = await api("POST", "schedules", {"pipeline": pipeline, "cron": "0 2 * * *"})
+    assert code == 400, err
+    assert err["field"] == field and err["error"] == error and err["message"]
+    code, listed = await api("GET", "schedules")
+    assert listed["schedules"] == []  # nothing made
