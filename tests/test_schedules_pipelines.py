@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 from test_schedules import Clock, new_service, runs, stop
+from test_schedules_cli import run_cli
 
+from jupyter_gpusched.client import Client, GPUSchedError
 from jupyter_gpusched.core import JobState
 from jupyter_gpusched.service import InvalidArgument
 from jupyter_gpusched.service.pipelines import step_job_id
@@ -149,3 +151,23 @@ async def test_rest_bad_pipeline_schedules_get_400_naming_the_field(api, jp_root
     assert err["field"] == field and err["error"] == error and err["message"]
     code, listed = await api("GET", "schedules")
     assert listed["schedules"] == []  # nothing made
+
+
+def test_cli_schedule_add_pipeline_file(live_server, monkeypatch):
+    flows = live_server.root / "flows"
+    notebooks(flows)
+    (flows / "flow.yaml").write_text(
+        "steps:\n  - notebook: prep.ipynb\n  - notebook: train.ipynb\n    gpus: 2\nedges: [[0, 1]]\n"
+    )
+    monkeypatch.chdir(live_server.root)
+    added = run_cli(live_server, "schedule", "add", "--pipeline", "flows/flow.yaml", "--cron", "0 2 * * *")
+    sid = added.split()[1].rstrip(":")
+    assert added.startswith(f"schedule {sid}: 0 2 * * * (UTC), next run ")
+    s = Client(live_server.url, live_server.token).schedule(sid)
+    # notebook paths are relative to the file's folder, as for `pipeline run`
+    assert [step["notebook"] for step in s["pipeline"]["steps"]] == ["flows/prep.ipynb", "flows/train.ipynb"]
+    assert s["pipeline"]["steps"][1]["gpus"] == 2 and s["pipeline"]["edges"] == [[0, 1]]
+    assert "pipeline of 2 steps" in run_cli(live_server, "schedule", "list")
+    with pytest.raises(GPUSchedError) as err:  # job options belong to the file's steps
+        run_cli(live_server, "schedule", "add", "--pipeline", "flows/flow.yaml", "--cron", "0 2 * * *", "--gpus", "2")
+    assert err.value.field == "pipeline"
