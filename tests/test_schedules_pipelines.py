@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from test_schedules import Clock, new_service, runs, stop
+from test_openapi import check
 from test_schedules_cli import run_cli
 
 from jupyter_gpusched.client import Client, GPUSchedError
@@ -111,6 +112,7 @@ async def test_rest_a_pipeline_schedule_runs_its_steps_listed_under_it(api, jp_r
     notebooks(jp_root_dir)
     code, sched = await api("POST", "schedules", {"pipeline": DAG, "cron": "* * * * *"})
     assert code == 201, sched
+    check("/gpusched/api/schedules", "POST", code, sched)
     assert sched["notebook"] == "" and sched["job"] == {} and sched["last_state"] is None
     assert [s["notebook"] for s in sched["pipeline"]["steps"]] == [s["notebook"] for s in DAG["steps"]]
     assert sched["pipeline"]["edges"] == DAG["edges"]
@@ -121,6 +123,7 @@ async def test_rest_a_pipeline_schedule_runs_its_steps_listed_under_it(api, jp_r
     assert code == 200 and listed["total"] == 4
     assert {j["schedule_id"] for j in listed["jobs"]} == {sched["id"]}
     code, again = await api("GET", f"schedules/{sched['id']}")
+    check("/gpusched/api/schedules/{schedule_id}", "GET", code, again)
     assert {j["pipeline_id"] for j in listed["jobs"]} == {again["last_job"]}
     code, pipeline = await api("GET", f"pipelines/{again['last_job']}")
     assert code == 200 and pipeline["edges"] == DAG["edges"]
