@@ -5,8 +5,8 @@ checks, which read as POST pipelines' (docs/schedules.md, "A pipeline on a sched
 from __future__ import annotations
 
 import pytest
-from test_schedules import Clock, new_service, runs, stop
 from test_openapi import check
+from test_schedules import Clock, new_service, runs, stop
 from test_schedules_cli import run_cli
 
 from jupyter_gpusched.client import Client, GPUSchedError
@@ -142,7 +142,11 @@ async def test_rest_a_pipeline_schedule_runs_its_steps_listed_under_it(api, jp_r
         (dict(DAG, edges=[[0, 9]]), "pipeline.edges", "invalid_value"),
         ({"steps": [], "edges": []}, "pipeline.steps", "invalid_value"),
         ({"steps": [{"notebook": "prep.ipynb", "gpus": 0}]}, "pipeline.steps[0].gpus", "invalid_value"),
-        ({"steps": [{"notebook": "prep.ipynb"}, {"notebook": "missing.ipynb"}]}, "pipeline.steps[1].notebook", "not_found"),
+        (
+            {"steps": [{"notebook": "prep.ipynb"}, {"notebook": "missing.ipynb"}]},
+            "pipeline.steps[1].notebook",
+            "not_found",
+        ),
         ({"steps": [{"notebook": "prep.ipynb", "after": ["x"]}]}, "pipeline.steps[0].after", "unknown_field"),
         ({"steps": [{"notebook": "prep.ipynb"}], "bogus": 1}, "pipeline", "invalid_value"),
     ],

@@ -52,7 +52,9 @@ def schedule(client: Client, args: argparse.Namespace, out: TextIO) -> int:
         if args.pipeline is not None:
             fields = {k: v for k, v in spec_from_args(args).items() if v is not None}
             if fields:  # each step has its own, in the file
-                raise GPUSchedError(f"--pipeline: job options go in the file's steps, not {sorted(fields)}", field="pipeline")
+                raise GPUSchedError(
+                    f"--pipeline: job options go in the file's steps, not {sorted(fields)}", field="pipeline"
+                )
             s = client.add_pipeline_schedule(args.pipeline, args.cron, args.timezone, **extra)
         else:
             s = client.add_schedule(args.notebook, args.cron, args.timezone, **spec_from_args(args), **extra)
