@@ -170,14 +170,24 @@ class Client:
     def submit_pipeline(self, steps: list[dict[str, Any]], edges: list[list[int]]) -> dict[str, Any]:
         """Submit a DAG of jobs at once (docs/pipelines.md): `steps` are submit bodies (notebook paths as
         for `submit`), an edge [i, j] makes step j wait for step i."""
-        steps = [
+        return self._request("POST", "pipelines", json={"steps": self._server_steps(steps), "edges": edges}).json()
+
+    def _server_steps(self, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Pipeline steps with notebook paths as the server names them (see `server_path`)."""
+        return [
             {**step, "notebook": self.server_path(step["notebook"])} if "notebook" in step else step for step in steps
         ]
-        return self._request("POST", "pipelines", json={"steps": steps, "edges": edges}).json()
 
     def run_pipeline_file(self, path: str | os.PathLike) -> dict[str, Any]:
         """Submit the pipeline a YAML or JSON file describes: `steps` (each a submit body; notebook paths
         relative to the file's folder) and `edges`."""
+        spec = self.read_pipeline_file(path)
+        return self.submit_pipeline(spec["steps"], spec["edges"])
+
+    @staticmethod
+    def read_pipeline_file(path: str | os.PathLike) -> dict[str, Any]:
+        """`{"steps", "edges"}` from a YAML or JSON pipeline file, notebook paths made relative to the
+        current folder (they are relative to the file's folder in it)."""
         import yaml  # YAML is a superset of JSON: one reader for both
 
         file = Path(path)
@@ -193,7 +203,7 @@ class Client:
             else step
             for step in spec["steps"]
         ]
-        return self.submit_pipeline(steps, spec.get("edges") or [])
+        return {"steps": steps, "edges": spec.get("edges") or []}
 
     def pipeline(self, pipeline_id: str) -> dict[str, Any]:
         return self._request("GET", f"pipelines/{quote(pipeline_id, safe='')}").json()
@@ -283,6 +293,17 @@ class Client:
         the schedule's rules (paused, overlap, catch_up), None meaning the server's default."""
         body = {"notebook": self.server_path(notebook), "cron": cron, "timezone": timezone}
         body.update({k: v for k, v in fields.items() if v is not None})
+        return self._request("POST", "schedules", json=body).json()
+
+    def add_pipeline_schedule(
+        self, path: str | os.PathLike, cron: str, timezone: str = "UTC", **rules: Any
+    ) -> dict[str, Any]:
+        """A schedule running the pipeline file `path` (as `run_pipeline_file` reads it) at each `cron`
+        time; `rules`: paused, overlap, catch_up (None: the server's default)."""
+        spec = self.read_pipeline_file(path)
+        pipeline = {"steps": self._server_steps(spec["steps"]), "edges": spec["edges"]}
+        body = {"pipeline": pipeline, "cron": cron, "timezone": timezone}
+        body.update({k: v for k, v in rules.items() if v is not None})
         return self._request("POST", "schedules", json=body).json()
 
     def schedules(self, mine: bool = False) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from ..client import Client
+from ..client import Client, GPUSchedError
 from .commands import _job_line, _table
 from .options import add_spec_options, spec_from_args
 
@@ -16,8 +16,9 @@ def add_schedule_parser(sub: Any) -> None:
     """The `schedule` command and its subcommands, on the server commands' subparsers."""
     p = sub.add_parser("schedule", help="recurring schedules: add, list, pause, resume, rm, jobs")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    add = actions.add_parser("add", help="run a notebook at each time of a cron expression")
-    add.add_argument("notebook", help="path of the .ipynb (inside the server's root folder)")
+    add = actions.add_parser("add", help="run a notebook (or a pipeline) at each time of a cron expression")
+    add.add_argument("notebook", nargs="?", help="path of the .ipynb (inside the server's root folder)")
+    add.add_argument("--pipeline", metavar="FILE", help="run this pipeline file (as `pipeline run` reads it) instead")
     add.add_argument("--cron", required=True, help="5 fields: minute hour day month weekday, e.g. '0 2 * * *'")
     add.add_argument("--tz", "--timezone", dest="timezone", default="UTC", help="IANA time zone (default UTC)")
     add.add_argument("--overlap", choices=["skip", "queue"], help="previous run still active: skip (default) or queue")
@@ -39,13 +40,24 @@ def add_schedule_parser(sub: Any) -> None:
 def _line(s: dict[str, Any]) -> list[str]:
     state = "paused" if s["paused"] else (s["next_run"] or "")[:16].replace("T", " ") + " UTC"
     last = f"{s['last_job']} {s['last_state'] or ''}".strip() if s["last_job"] else "-"
-    return [s["id"], s["cron"], s["timezone"], state, last, s["notebook"]]
+    what = f"pipeline of {len(s['pipeline']['steps'])} steps" if s.get("pipeline") else s["notebook"]
+    return [s["id"], s["cron"], s["timezone"], state, last, what]
 
 
 def schedule(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     if args.action == "add":
         extra = {k: getattr(args, k) for k in ("overlap", "catch_up", "paused")}
-        s = client.add_schedule(args.notebook, args.cron, args.timezone, **spec_from_args(args), **extra)
+        if (args.notebook is None) == (args.pipeline is None):
+            raise GPUSchedError("schedule add takes a notebook or --pipeline FILE (one of them)", field="pipeline")
+        if args.pipeline is not None:
+            fields = {k: v for k, v in spec_from_args(args).items() if v is not None}
+            if fields:  # each step has its own, in the file
+                raise GPUSchedError(
+                    f"--pipeline: job options go in the file's steps, not {sorted(fields)}", field="pipeline"
+                )
+            s = client.add_pipeline_schedule(args.pipeline, args.cron, args.timezone, **extra)
+        else:
+            s = client.add_schedule(args.notebook, args.cron, args.timezone, **spec_from_args(args), **extra)
         if args.json:
             print(json.dumps(s, indent=2), file=out)
         else:

@@ -80,9 +80,13 @@ def pipeline_json(service: Service, pipeline_id: str, steps: list) -> dict[str, 
     """A pipeline: its steps (jobs, in step order), the edges between them, and one overall state."""
     index = {job.id: i for i, job in enumerate(steps)}
     edges = [[index[dep], i] for i, job in enumerate(steps) for dep in job.spec.after if dep in index]
+    steps_json = [job_json(service, j) for j in steps]
+    return {"id": pipeline_id, "state": pipeline_state(steps), "steps": steps_json, "edges": edges}
+
+
+def pipeline_state(steps: list) -> str:
+    """One state for a pipeline's steps: WAITING (none started), RUNNING, SUCCEEDED or FAILED."""
     states = {job.state for job in steps}
     if all(state.terminal for state in states):
-        state = "SUCCEEDED" if states == {JobState.SUCCEEDED} else "FAILED"
-    else:
-        state = "WAITING" if states <= {JobState.WAITING, JobState.QUEUED} else "RUNNING"
-    return {"id": pipeline_id, "state": state, "steps": [job_json(service, j) for j in steps], "edges": edges}
+        return "SUCCEEDED" if states == {JobState.SUCCEEDED} else "FAILED"
+    return "WAITING" if states <= {JobState.WAITING, JobState.QUEUED} else "RUNNING"

@@ -8,6 +8,7 @@ are (`GPUSCHED_INPUTS`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -25,6 +26,11 @@ INPUTS_ENV = "GPUSCHED_INPUTS"
 
 def new_job_id() -> str:
     return uuid.uuid4().hex[:12]
+
+
+def step_job_id(pipeline_id: str, step: int) -> str:
+    """The job id of step `step` of a pipeline whose id was given: the same on every server."""
+    return hashlib.sha256(f"{pipeline_id}/{step}".encode()).hexdigest()[:12]
 
 
 class Pipelines:
@@ -61,16 +67,21 @@ class Pipelines:
                 raise SpecError("after", f"no job {job_id!r} to wait for")
 
     def submit_pipeline(
-        self, steps: Sequence[Mapping[str, Any]], edges: Sequence[Sequence[int]], owner: str
+        self,
+        steps: Sequence[Mapping[str, Any]],
+        edges: Sequence[Sequence[int]],
+        owner: str,
+        pipeline_id: str | None = None,
     ) -> tuple[str, list[Job]]:
         """Submit every step at once, or none (SpecError naming `steps[i].field` or `edges`). A step's
-        `after` are its parents' ids, with its own `when`; returns (pipeline id, jobs in step order)."""
+        `after` are its parents' ids, with its own `when`; returns (pipeline id, jobs in step order).
+        `pipeline_id`: the id to use (a schedule's run names its slot); the steps' ids derive from it."""
         try:
             parents = check_edges(len(steps), edges)
         except ValueError as exc:
             raise SpecError("edges", str(exc)) from None
-        pipeline_id = new_job_id()
-        ids = [new_job_id() for _ in steps]
+        ids = [step_job_id(pipeline_id, i) for i in range(len(steps))] if pipeline_id else [new_job_id() for _ in steps]
+        pipeline_id = pipeline_id or new_job_id()
         submissions = []
         for i, step in enumerate(steps):
             try:

@@ -11,6 +11,10 @@ Each tick, a schedule that is not paused and whose next scheduled time has come 
   missed slot; `skip` runs none of them and waits for the next scheduled time.
 - **Overlap**: if the schedule's previous run is still queued or running at the next time, `overlap`
   `skip` (default) skips this time (the note says so), `queue` submits it anyway (it queues behind).
+- **Pipelines.** A schedule may run a whole pipeline (`pipeline`: steps + edges) instead of a notebook:
+  each run submits every step at once (Service.submit_pipeline), the pipeline id derived from
+  (schedule id, scheduled time) and the steps' ids from it, so a slot fires once across restarts too;
+  `last_job` is the run's pipeline id, and the overlap rule looks at all of its steps.
 - A run the scheduler refuses (its notebook was deleted, a tenant removed) is not retried: the
   schedule's `note` says why, and the next scheduled time tries again.
 """
@@ -26,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import Job, SpecError
 from ..core.cron import check_cron, latest_due, next_runs, runs_after, zone
+from ..core.dependencies import check_edges
 from .errors import InvalidArgument, NotFound
 from .views import iso
 
@@ -64,8 +69,9 @@ class Schedules:
         self,
         *,
         owner: str,
-        notebook: str,
         cron: str,
+        notebook: str = "",
+        pipeline: dict[str, Any] | None = None,
         timezone: str = "UTC",
         tenant: str | None = None,
         job: dict[str, Any] | None = None,
@@ -75,6 +81,9 @@ class Schedules:
     ) -> dict[str, Any]:
         self.service.require_owner()
         cron, timezone = self._when(cron, timezone)
+        if (pipeline is None) == (not notebook):
+            raise InvalidArgument("a schedule runs either a notebook or a pipeline", "pipeline")
+        self._check_pipeline(pipeline)
         self._check_notify(job)
         row = self.store.add(
             dict(
@@ -85,6 +94,7 @@ class Schedules:
                 cron=cron,
                 timezone=timezone,
                 job=dict(job or {}),
+                pipeline=pipeline,
                 paused=bool(paused),
                 overlap=_choice("overlap", overlap, OVERLAPS),
                 catch_up=_choice("catch_up", catch_up, CATCH_UPS),
@@ -94,7 +104,8 @@ class Schedules:
                 note="",
             )
         )
-        log.info("schedule %s: %s every %r (%s) for %s", row["id"], notebook, cron, timezone, owner)
+        what = f"a {len(pipeline['steps'])}-step pipeline" if pipeline else notebook
+        log.info("schedule %s: %s every %r (%s) for %s", row["id"], what, cron, timezone, owner)
         return row
 
     def get(self, schedule_id: str) -> dict[str, Any]:
@@ -116,6 +127,7 @@ class Schedules:
                 changes.get("cron", row["cron"]), changes.get("timezone", row["timezone"])
             )
         self._check_notify(changes.get("job"))
+        self._check_pipeline(changes.get("pipeline"))
         for field, allowed in (("overlap", OVERLAPS), ("catch_up", CATCH_UPS)):
             if field in changes:
                 _choice(field, changes[field], allowed)
@@ -130,7 +142,18 @@ class Schedules:
             raise NotFound(f"no schedule {schedule_id!r}", "id")
 
     def jobs(self, schedule_id: str) -> list[Job]:
+        """Its runs' jobs (a pipeline schedule's: every step of every run)."""
         return [j for j in self.service.jobs() if j.spec.schedule_id == schedule_id]
+
+    def last_run(self, row: dict[str, Any]) -> list[Job]:
+        """The jobs of the schedule's last run: its job, or its pipeline's steps in step order."""
+        if not row["last_job"]:
+            return []
+        if row["pipeline"]:
+            steps = (j for j in self.service.scheduler.jobs.values() if j.spec.pipeline_id == row["last_job"])
+            return sorted(steps, key=lambda j: j.seq)
+        job = self.service.scheduler.jobs.get(row["last_job"])
+        return [job] if job is not None else []
 
     def next_run(self, row: dict[str, Any]) -> float | None:
         if row["paused"]:
@@ -175,27 +198,42 @@ class Schedules:
             self._record(row, slot, None, f"skipped {count} missed run(s) (catch_up: skip)")
             return None
         note = f"one run for {count} missed time(s) (catch_up: once)" if missed else ""
-        previous = self.service.scheduler.jobs.get(row["last_job"] or "")
-        if previous is not None and not previous.state.terminal and row["overlap"] == "skip":
+        active = [j for j in self.last_run(row) if not j.state.terminal]
+        if active and row["overlap"] == "skip":
+            previous = active[0]
             self._record(row, slot, row["last_job"], f"skipped: run {previous.id} is still {previous.state.value}")
             return None
-        job_id = run_job_id(row["id"], slot)
-        job = self.service.scheduler.jobs.get(job_id)
-        if job is None:  # else: submitted before a restart that came before the slot was recorded
-            try:
-                job = self.service.submit(
-                    owner=row["owner"],
-                    notebook=row["notebook"],
-                    tenant=row["tenant"],
-                    schedule_id=row["id"],
-                    job_id=job_id,
-                    **row["job"],
-                )
-            except SpecError as err:
-                self._record(row, slot, row["last_job"], f"could not submit: {err.message}")
-                return None
-        self._record(row, slot, job.id, note)
+        run_id = run_job_id(row["id"], slot)
+        try:
+            job = self._submit_run(row, run_id)
+        except SpecError as err:
+            self._record(row, slot, row["last_job"], f"could not submit: {err.message}")
+            return None
+        self._record(row, slot, run_id, note)
         return job
+
+    def _submit_run(self, row: dict[str, Any], run_id: str) -> Job:
+        """Submit the run `run_id` (a job, or a pipeline's steps: then its first step is returned), unless
+        it exists: submitted before a restart that came before the slot was recorded."""
+        jobs = self.service.scheduler.jobs
+        if row["pipeline"]:
+            done = [j for j in jobs.values() if j.spec.pipeline_id == run_id]
+            if done:
+                return min(done, key=lambda j: j.seq)
+            steps = [dict(step, schedule_id=row["id"]) for step in row["pipeline"]["steps"]]
+            edges = row["pipeline"].get("edges") or []
+            return self.service.submit_pipeline(steps, edges, owner=row["owner"], pipeline_id=run_id)[1][0]
+        job = jobs.get(run_id)
+        if job is not None:
+            return job
+        return self.service.submit(
+            owner=row["owner"],
+            notebook=row["notebook"],
+            tenant=row["tenant"],
+            schedule_id=row["id"],
+            job_id=run_id,
+            **row["job"],
+        )
 
     def _record(self, row: dict[str, Any], slot: float, job_id: str | None, note: str) -> None:
         self.store.update(row["id"], last_run_at=slot, last_job=job_id, note=note)
@@ -211,11 +249,13 @@ class Schedules:
             if row["paused"]:
                 continue
             tenant = self.service.tenant_for(row["owner"], row["tenant"])
-            expected = row["job"].get("max_runtime") or DEFAULT_RUN_S
+            # a pipeline: its widest step's GPUs for its steps' summed lengths (branches run side by side)
+            steps = row["pipeline"]["steps"] if row["pipeline"] else [row["job"]]
+            expected = sum(step.get("max_runtime") or DEFAULT_RUN_S for step in steps)
+            gpus = max(step.get("gpus", 1) for step in steps)
             for when in runs_after(row["cron"], row["timezone"], now):
                 if when > now + horizon or len(out) > 10_000:
                     break
-                gpus = row["job"].get("gpus", 1)
                 out.append(dict(time=when, schedule=row["id"], tenant=tenant, gpus=gpus, seconds=expected))
         return sorted(out, key=lambda r: r["time"])
 
@@ -248,6 +288,20 @@ class Schedules:
             return check_cron(cron), timezone
         except ValueError as err:
             raise InvalidArgument(getattr(err, "message", str(err)), getattr(err, "field", "cron")) from None
+
+    @staticmethod
+    def _check_pipeline(pipeline: dict[str, Any] | None) -> None:
+        """A pipeline's shape and edges (a cycle: 400 naming `pipeline.edges`); its steps' job fields are
+        the handler's to check, as for POST pipelines."""
+        if pipeline is None:
+            return
+        steps = pipeline.get("steps")
+        if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
+            raise InvalidArgument("pipeline.steps must be a list of job submissions", "pipeline.steps")
+        try:
+            check_edges(len(steps), pipeline.get("edges") or [])
+        except ValueError as exc:
+            raise InvalidArgument(str(exc), "pipeline.edges") from None
 
     def _check_notify(self, job: dict[str, Any] | None) -> None:
         """A bad `notify` target is refused now (400 naming `notify`), not at each run."""

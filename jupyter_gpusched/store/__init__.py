@@ -33,7 +33,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from ..core.model import Event, Job, JobSpec, JobState, Priority
 from .ownership import lock_for
-from .schedules import ScheduleStore
+from .schedules import ScheduleRow, ScheduleStore
 
 SCHEMA_VERSION = 1
 
@@ -236,10 +236,10 @@ def _job_from_row(row: JobRow) -> Job:
     )
 
 
-def _add_new_columns(engine: Any) -> None:
+def _add_new_columns(engine: Any, rows: tuple[Any, ...] = (JobRow, EventRow)) -> None:
     """A store made by an earlier version lacks the nullable columns added since (create_all adds none to an
     existing table): add them, empty."""
-    for row in (JobRow, EventRow):
+    for row in rows:
         table = row.__tablename__
         have = {c["name"] for c in inspect(engine).get_columns(table)}
         missing = [c for c in row.__table__.columns if c.name not in have and c.nullable]
@@ -269,6 +269,7 @@ class Store:
                 db.add(MetaRow(key="schema_version", value=str(SCHEMA_VERSION)))
         self._lock: Any = None
         self.schedules = ScheduleStore(self.engine)  # recurring schedules, in the same database
+        _add_new_columns(self.engine, (ScheduleRow,))
 
     # --- ownership: one scheduler per store -----------------------------------------------
     def claim(self, data_dir: str | Path | None = None) -> bool:

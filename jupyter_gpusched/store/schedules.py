@@ -1,7 +1,9 @@
 """Persistence of recurring schedules (service/schedules.py fires them), in the jobs' database.
 
 One row per schedule: who owns it, what each run is (notebook + job fields), when (cron + time
-zone), and how far it got (`last_run_at`: the scheduled time last fired or skipped; `last_job`).
+zone), and how far it got (`last_run_at`: the scheduled time last fired or skipped; `last_job`). A pipeline schedule keeps its
+steps and edges in `pipeline` (its `notebook` is empty, `job` unused) and `last_job` is the last run's
+pipeline id.
 Each run is an ordinary job whose `schedule_id` column names its schedule; its id is derived from
 (schedule, scheduled time), so a run is never submitted twice, also across a restart.
 """
@@ -28,6 +30,8 @@ class ScheduleRow(ScheduleBase):
     cron: Mapped[str] = mapped_column(String(200))
     timezone: Mapped[str] = mapped_column(String(64))
     job: Mapped[dict] = mapped_column(JSON, default=dict)  # the other job fields, as POST jobs takes them
+    # a pipeline schedule's {"steps": [job fields...], "edges": [[from, to]...]} instead of notebook + job
+    pipeline: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     paused: Mapped[bool] = mapped_column(Boolean, default=False)
     overlap: Mapped[str] = mapped_column(String(8), default="skip")  # "skip" | "queue"
     catch_up: Mapped[str] = mapped_column(String(8), default="once")  # "once" | "skip"

@@ -3,6 +3,8 @@
 A schedule's body is a POST jobs body (checked by the same code, so job-field errors read the same)
 plus `cron`, `timezone`, `paused`, `overlap` and `catch_up`. Access is as for jobs: users see and
 edit their own schedules, admins all; someone else's schedule does not exist for you (404).
+A schedule that runs a pipeline carries `pipeline: {steps, edges}` (checked as POST pipelines checks
+them, errors naming `pipeline.steps[i].field`) instead of the notebook and job fields.
 The firing rules are the service's (service/schedules.py).
 """
 
@@ -15,9 +17,10 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from ..base import GPUSchedHandler, api_errors
-from ..serialize import iso
+from ..serialize import iso, pipeline_state
 from ..validation import ApiError, parse_json_object
 from .jobs import checked_submission, page_of_jobs
+from .pipelines import checked_pipeline
 
 SCHEDULE_FIELDS = ("cron", "timezone", "paused", "overlap", "catch_up")
 
@@ -43,7 +46,11 @@ class ScheduleAccess(GPUSchedHandler):
 
     def schedule_json(self, row: dict[str, Any]) -> dict[str, Any]:
         schedules = self.service.schedules
-        last = self.service.scheduler.jobs.get(row["last_job"] or "")
+        last = schedules.last_run(row)
+        if row["pipeline"]:
+            last_state = pipeline_state(last) if last else None
+        else:
+            last_state = last[0].state.value if last else None
         return {
             "id": row["id"],
             "owner": row["owner"],
@@ -55,11 +62,12 @@ class ScheduleAccess(GPUSchedHandler):
             "overlap": row["overlap"],
             "catch_up": row["catch_up"],
             "job": row["job"],
+            "pipeline": row["pipeline"],
             "created": iso(row["created_at"]),
             "next_run": iso(schedules.next_run(row)),
             "last_run": iso(row["last_run_at"]),
             "last_job": row["last_job"],
-            "last_state": last.state.value if last is not None else None,
+            "last_state": last_state,
             "note": row["note"],
         }
 
@@ -67,6 +75,17 @@ class ScheduleAccess(GPUSchedHandler):
         """(notebook, tenant, other job fields) from a job body, checked as POST jobs checks it."""
         args = checked_submission(self, body)
         return args.pop("notebook"), args.pop("tenant"), args
+
+    def pipeline_fields(self, pipeline: Any, rest: dict[str, Any]) -> dict[str, Any]:
+        """A schedule's `pipeline` ({steps, edges}, checked as POST pipelines checks them); job fields
+        beside it are refused (each step has its own)."""
+        if rest:
+            field = sorted(rest)[0]
+            raise ApiError(400, "unknown_field", f"{field}: a pipeline schedule's job fields go in its steps", field)
+        if not isinstance(pipeline, dict) or set(pipeline) - {"steps", "edges"}:
+            raise ApiError(400, "invalid_value", "pipeline must be an object with steps and edges", "pipeline")
+        steps, edges = checked_pipeline(self, pipeline.get("steps"), pipeline.get("edges", []), "pipeline.")
+        return {"steps": steps, "edges": edges}
 
 
 class SchedulesHandler(ScheduleAccess):
@@ -85,8 +104,14 @@ class SchedulesHandler(ScheduleAccess):
         options = _schedule_options(body)
         if "cron" not in options:
             raise ApiError(400, "missing_field", "cron is required, e.g. '0 2 * * *' (every day at 02:00)", "cron")
-        notebook, tenant, job = self.job_fields(body)
-        row = self.service.schedules.create(owner=self.user_name, notebook=notebook, tenant=tenant, job=job, **options)
+        if "pipeline" in body:
+            pipeline = self.pipeline_fields(body.pop("pipeline"), body)
+            row = self.service.schedules.create(owner=self.user_name, pipeline=pipeline, **options)
+        else:
+            notebook, tenant, job = self.job_fields(body)
+            row = self.service.schedules.create(
+                owner=self.user_name, notebook=notebook, tenant=tenant, job=job, **options
+            )
         self.set_status(201)
         self.set_header("Location", url_path_join(self.base_url, "gpusched/api/schedules", row["id"]))
         self.finish(self.schedule_json(row))
@@ -107,7 +132,13 @@ class ScheduleHandler(ScheduleAccess):
         row = self.schedule_or_404(schedule_id)
         body = parse_json_object(self.request.body)
         changes = _schedule_options(body)
-        if body:  # job fields: merged onto the schedule's and checked again as a whole
+        if row["pipeline"] or "pipeline" in body:  # a pipeline schedule stays one: a new pipeline replaces it
+            if "pipeline" in body:
+                changes["pipeline"] = self.pipeline_fields(body.pop("pipeline"), body)
+                changes.update(notebook="", tenant=None, job={})
+            elif body:
+                self.pipeline_fields(row["pipeline"], body)  # refuses the job fields
+        elif body:  # job fields: merged onto the schedule's and checked again as a whole
             merged = {**row["job"], "notebook": row["notebook"], **body}
             merged = {k: v for k, v in merged.items() if v is not None or k in body}
             if row["tenant"] is not None and "tenant" not in body:
