@@ -51,10 +51,13 @@ class Pipelines:
             return []
         changed = []
         for decision in settle(waiting, {job_id: job.state for job_id, job in jobs.items()}):
+            # Never before a dependency's end: an end this tick applied is stamped later than the tick's `now`.
+            ends = (jobs[d].finished_at for d in jobs[decision.job_id].spec.after if d in jobs)
+            at = max([now, *(e for e in ends if e is not None)])
             if isinstance(decision, Release):
-                changed.append(self.scheduler.release(decision.job_id, now))
+                changed.append(self.scheduler.release(decision.job_id, at))
             else:
-                job = self.scheduler.cancel(decision.job_id, now, actor="scheduler", reason=decision.message)
+                job = self.scheduler.cancel(decision.job_id, at, actor="scheduler", reason=decision.message)
                 self.info.setdefault(job.id, JobInfo()).message = decision.message
                 changed.append(job)
         return changed
