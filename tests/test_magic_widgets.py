@@ -14,7 +14,7 @@ from nbclient.exceptions import CellExecutionError
 
 from jupyter_gpusched.client import Client
 from jupyter_gpusched.testing.notebooks import make_notebook
-from jupyter_gpusched.widgets import ForecastChart, QueueView, SubmitForm
+from jupyter_gpusched.widgets import ForecastChart, QueueView, ScheduleView, SubmitForm
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -135,6 +135,28 @@ def test_widgets_build_their_state_without_a_browser(live_server):
     assert chart.usage["tenants"]["default"]["requested"]
     assert "Demand history" in chart.note.value
     view.close()
+
+
+def test_the_schedule_widget_lists_mine_and_pauses_and_resumes(live_server):
+    make_notebook(live_server.root / "nightly.ipynb", "x = 1")
+    client = Client(live_server.url, live_server.token, root_dir=str(live_server.root))
+    made = client.add_schedule(str(live_server.root / "nightly.ipynb"), "0 2 * * *", "Europe/Berlin")
+    view = ScheduleView(client=client)
+    try:
+        (row,) = [r for r in view.rows.children if made["id"] in r.children[0].value]
+        label, button = row.children
+        assert "nightly.ipynb" in label.value and "0 2 * * *" in label.value and "Europe/Berlin" in label.value
+        assert button.description == "Pause"
+        button.click()  # as a user's click: the server's schedule is paused and the row says so
+        assert client.schedule(made["id"])["paused"] is True
+        (row,) = [r for r in view.rows.children if made["id"] in r.children[0].value]
+        assert "paused" in row.children[0].value and row.children[1].description == "Resume"
+        row.children[1].click()
+        assert client.schedule(made["id"])["paused"] is False
+        state = embed_data(views=[view])["manager_state"]["state"]
+        assert any(made["id"] in str(m["state"].get("value", "")) for m in state.values())
+    finally:
+        client.delete_schedule(made["id"])
 
 
 def test_a_failing_gpusched_cell_fails_and_leaves_no_notebook_behind(live_server, monkeypatch):

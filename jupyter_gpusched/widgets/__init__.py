@@ -3,6 +3,7 @@
 from jupyter_gpusched.widgets import SubmitForm, QueueView, ForecastChart
 SubmitForm("train.ipynb")      # a form; submits through the REST API
 QueueView(refresh=5)           # a job table that refreshes itself
+ScheduleView()                 # my recurring schedules, each with Pause / Resume
 ForecastChart()                # demand history (and the forecast band when the server has one)
 """
 
@@ -20,7 +21,7 @@ from ..client import Client, GPUSchedError
 from ..core.spec_fields import DEFAULT_PRIORITY, PRIORITY_CHOICES
 from ..params import parse_lines
 
-__all__ = ["ForecastChart", "QueueView", "SubmitForm"]
+__all__ = ["ForecastChart", "QueueView", "ScheduleView", "SubmitForm"]
 
 STATE_COLORS = {
     "QUEUED": "#9e9e9e",
@@ -154,6 +155,55 @@ class QueueView(w.VBox):
         self.table.value = (
             f'<table class="gpusched-jobs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
         )
+
+
+class ScheduleView(w.VBox):
+    """The caller's recurring schedules (docs/schedules.md): what runs when, the last run, and a
+    Pause / Resume button each. `refresh_now` reads them again."""
+
+    def __init__(self, client: Client | None = None, **kwargs):
+        self._client = client
+        self.status = w.HTML(value="")
+        self.rows = w.VBox([])
+        self.schedules: list[dict[str, Any]] = []
+        super().__init__([self.status, self.rows], **kwargs)
+        self.refresh_now()
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            self._client = Client()
+        return self._client
+
+    def refresh_now(self) -> None:
+        try:
+            self.schedules = self.client.schedules(mine=True)
+        except GPUSchedError as exc:
+            self.status.value = f'<span style="color:#e53935">{html.escape(str(exc))}</span>'
+            return
+        self.status.value = f"<b>{len(self.schedules)}</b> schedule(s)"
+        self.rows.children = [self._row(s) for s in self.schedules]
+
+    def set_paused(self, schedule_id: str, paused: bool) -> None:
+        """Pause or resume one schedule (what its button does), then show the list again."""
+        try:
+            self.client.update_schedule(schedule_id, paused=paused)
+        except GPUSchedError as exc:
+            self.status.value = f'<span style="color:#e53935">{html.escape(str(exc))}</span>'
+            return
+        self.refresh_now()
+
+    def _row(self, s: dict[str, Any]) -> w.HBox:
+        what = s.get("notebook") or f"pipeline of {len((s.get('pipeline') or {}).get('steps', []))} steps"
+        when = "paused" if s["paused"] else f"next {s.get('next_run') or '-'}"
+        last = f"last: {s.get('last_state') or '-'}"
+        label = w.HTML(
+            f"<code>{html.escape(s['id'])}</code> {html.escape(what)} &middot; <code>{html.escape(s['cron'])}</code> "
+            f"{html.escape(s['timezone'])} &middot; {html.escape(when)} &middot; {html.escape(last)}"
+        )
+        button = w.Button(description="Resume" if s["paused"] else "Pause", icon="play" if s["paused"] else "pause")
+        button.on_click(lambda _, sid=s["id"], paused=not s["paused"]: self.set_paused(sid, paused))
+        return w.HBox([label, button])
 
 
 class ForecastChart(w.VBox):
