@@ -24,6 +24,7 @@ from ..params import parse_lines
 __all__ = ["ForecastChart", "QueueView", "ScheduleView", "SubmitForm"]
 
 STATE_COLORS = {
+    "WAITING": "#bdbdbd",  # for its dependencies (docs/pipelines.md)
     "QUEUED": "#9e9e9e",
     "ADMITTED": "#1e88e5",
     "RUNNING": "#1e88e5",
