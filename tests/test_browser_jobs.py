@@ -103,6 +103,9 @@ def first_cell(page: Page, column: str) -> str:
 def table_screenshot(page: Page, name: str) -> None:
     """The view's table region as it is now, compared against the committed reference."""
     page.mouse.move(0, 0)  # no hover highlight
+    # No row still flagged as changed by the previous fetch (a filter just cleared): the next fetch, which
+    # finds nothing new, removes the flag; a slow machine may screenshot before it comes.
+    expect(page.locator(f"{TABLE} .jp-GPUSched-rowChanged")).to_have_count(0, timeout=30_000)
     path = ARTIFACTS / f"{name}.png"
     page.locator(VIEW).screenshot(path=str(path), animations="disabled", caret="hide")
     check_screenshot(path, name)
