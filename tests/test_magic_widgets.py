@@ -89,7 +89,7 @@ def test_magic_speaks_the_apis_fields_and_names_its_commands(live_server, monkey
     monkeypatch.delenv("GPUSCHED_URL", raising=False)
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(root)}}).execute()
     out = [outputs_text(c).strip() for c in nb.cells]
-    known = "submit, list, status, cancel, logs, output, queues, cluster, forecast"
+    known = "submit, list, status, cancel, logs, output, queues, cluster, forecast, pipeline, schedule"
     assert out[1] == f"%gpusched: unknown command 'frobnicate'; known commands: {known}"
     assert out[2] == f"%gpusched: name a command: {known} (%gpusched --help)"
     assert out[3] == "%gpusched: manifest runs from a terminal: jupyter gpusched manifest --help"

@@ -37,7 +37,9 @@ async def test_demand_now_sizes_the_pool_and_it_does_not_shrink_within_the_cool_
     assert pool["name"] == "local" and pool["nodes"] == 1 and pool["gpus_per_node"] == 2
     assert pool["recommended_nodes"] == 1 and pool["reason"] == ""  # nothing asked for: the minimum
     code, cluster = await api("GET", "cluster")
-    assert cluster["pools"] == [{"name": "local", "spot": False, "price_per_gpu_hour": 0.0, "gpu_type": "virtual"}]
+    assert cluster["pools"] == [
+        {"name": "local", "spot": False, "price_per_gpu_hour": 0.0, "gpu_type": "virtual", "gpu_memory_mib": None}
+    ]
 
     make_notebook(jp_root_dir / "hold.ipynb", "import time; time.sleep(60)")
     ids = []

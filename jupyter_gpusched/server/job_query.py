@@ -26,10 +26,11 @@ ORDERS = ("asc", "desc")
 
 def check_sort(sort: str | None, order: str | None) -> tuple[str, str]:
     """The validated (column, order); the default is newest first."""
-    sort = sort or "created"
+    # Absent means the default; anything given (an empty value too) must be one of the spec's values.
+    sort = "created" if sort is None else sort
     if sort not in SORT_KEYS:
         raise ApiError(400, "invalid_value", f"unknown sort {sort!r}; use one of {', '.join(SORT_KEYS)}", "sort")
-    order = (order or "desc").lower()
+    order = "desc" if order is None else order
     if order not in ORDERS:
         raise ApiError(400, "invalid_value", f"unknown order {order!r}; use asc or desc", "order")
     return sort, order
