@@ -36,7 +36,19 @@ STATE_COLORS = {
 }
 
 
-class SubmitForm(w.VBox):
+class _UsesClient:
+    """The widget's client: the one given, else one made from the environment on first use."""
+
+    _client: Client | None = None
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            self._client = Client()
+        return self._client
+
+
+class SubmitForm(_UsesClient, w.VBox):
     """A form that queues a notebook as a GPU job and says what happened."""
 
     def __init__(self, notebook: str = "", client: Client | None = None, **kwargs):
@@ -67,12 +79,6 @@ class SubmitForm(w.VBox):
             **kwargs,
         )
 
-    @property
-    def client(self) -> Client:
-        if self._client is None:
-            self._client = Client()
-        return self._client
-
     def submit(self) -> dict[str, Any] | None:
         try:
             job = self.client.submit(
@@ -93,7 +99,7 @@ class SubmitForm(w.VBox):
         return job
 
 
-class QueueView(w.VBox):
+class QueueView(_UsesClient, w.VBox):
     """A table of jobs that refreshes every `refresh` seconds (0: only on `refresh_now`)."""
 
     def __init__(self, client: Client | None = None, refresh: float = 5.0, mine: bool = False, **kwargs):
@@ -107,12 +113,6 @@ class QueueView(w.VBox):
         self.refresh_now()
         if refresh > 0:
             threading.Thread(target=self._loop, args=(refresh,), daemon=True).start()
-
-    @property
-    def client(self) -> Client:
-        if self._client is None:
-            self._client = Client()
-        return self._client
 
     def _loop(self, every: float) -> None:
         while not self._stop.wait(every):
@@ -158,7 +158,7 @@ class QueueView(w.VBox):
         )
 
 
-class ScheduleView(w.VBox):
+class ScheduleView(_UsesClient, w.VBox):
     """The caller's recurring schedules (docs/schedules.md): what runs when, the last run, and a
     Pause / Resume button each. `refresh_now` reads them again."""
 
@@ -169,12 +169,6 @@ class ScheduleView(w.VBox):
         self.schedules: list[dict[str, Any]] = []
         super().__init__([self.status, self.rows], **kwargs)
         self.refresh_now()
-
-    @property
-    def client(self) -> Client:
-        if self._client is None:
-            self._client = Client()
-        return self._client
 
     def refresh_now(self) -> None:
         try:
@@ -207,7 +201,7 @@ class ScheduleView(w.VBox):
         return w.HBox([label, button])
 
 
-class ForecastChart(w.VBox):
+class ForecastChart(_UsesClient, w.VBox):
     """GPU demand history per tenant (and the forecast band when the server offers one), as a plot."""
 
     def __init__(self, client: Client | None = None, minutes: int = 24 * 60, **kwargs):
@@ -219,12 +213,6 @@ class ForecastChart(w.VBox):
         self.forecast: dict[str, Any] | None = None
         super().__init__([self.note, self.image], **kwargs)
         self.refresh_now()
-
-    @property
-    def client(self) -> Client:
-        if self._client is None:
-            self._client = Client()
-        return self._client
 
     def refresh_now(self) -> None:
         try:
