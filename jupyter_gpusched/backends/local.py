@@ -588,7 +588,7 @@ class LocalBackend(GracefulPreemption, Backend):
 
     def _read_heartbeat(self, run: _Run) -> BackendUpdate | None:
         t, progress, activity = self._beat_fields(run)
-        if t is None or t == run.last_beat:
+        if t is None or (run.last_beat is not None and t <= run.last_beat):  # nothing new (or older)
             return None
         run.last_beat = t
         saved = reported_checkpoint(heartbeat_path(run.req.job_dir))

@@ -78,7 +78,9 @@ def _one_line(text: str, limit: int = 400) -> str:
 
 class Run:
     """State shared by the main thread (papermill), the heartbeat thread and signal handlers.
-    Signal handlers run on the main thread between bytecodes, so nothing here takes a lock."""
+    Signal handlers run on the main thread between bytecodes, so the only lock here is reentrant:
+    `beat` serializes the two threads' heartbeat writes (a late write of an older beat would
+    otherwise replace a newer one) and a handler interrupting the main thread's beat may re-enter."""
 
     def __init__(self, job_dir: Path, output: Path, interval: float, max_runtime: float | None):
         self.job_dir = job_dir
@@ -108,6 +110,7 @@ class Run:
         self.kernel_up = threading.Event()
         self.kernel_starting = False  # a start slot is held and the kernel is being launched
         self.slot: StartSlot | None = None
+        self.beat_lock = threading.RLock()
 
     # --- files ------------------------------------------------------------------------------
     def activity(self, now: float) -> dict[str, Any]:
@@ -128,23 +131,24 @@ class Run:
         }
 
     def beat(self) -> None:
-        now = time.time()
-        data: dict[str, Any] = {
-            "time": now,
-            "cells_done": self.cells_done,
-            "cells_total": self.cells_total,
-            "pid": os.getpid(),
-            "kernel_pid": self.kernel_pid,
-            "checkpoint_at": last_saved() if os.environ.get(CHECKPOINT_DIR_ENV) else None,  # checkpoint.py's
-        }
-        try:
-            data["activity"] = self.activity(now)
-        except Exception as exc:  # a figure that cannot be had never costs the heartbeat
-            print(f"gpusched-runner: cannot sample activity: {exc}", file=sys.stderr)
-        try:
-            write_atomic(heartbeat_path(self.job_dir), json.dumps(data))
-        except OSError as exc:
-            print(f"gpusched-runner: cannot write heartbeat: {exc}", file=sys.stderr)
+        with self.beat_lock:
+            now = time.time()
+            data: dict[str, Any] = {
+                "time": now,
+                "cells_done": self.cells_done,
+                "cells_total": self.cells_total,
+                "pid": os.getpid(),
+                "kernel_pid": self.kernel_pid,
+                "checkpoint_at": last_saved() if os.environ.get(CHECKPOINT_DIR_ENV) else None,  # checkpoint.py's
+            }
+            try:
+                data["activity"] = self.activity(now)
+            except Exception as exc:  # a figure that cannot be had never costs the heartbeat
+                print(f"gpusched-runner: cannot sample activity: {exc}", file=sys.stderr)
+            try:
+                write_atomic(heartbeat_path(self.job_dir), json.dumps(data))
+            except OSError as exc:
+                print(f"gpusched-runner: cannot write heartbeat: {exc}", file=sys.stderr)
 
     def fail(self, message: str, label: str = "FAILED") -> None:
         self.failure = message
