@@ -138,3 +138,19 @@ def test_waiting_jobs_survive_a_restart_and_are_released_after_it(tmp_path):
     finally:
         run_until(again, lambda: not again.scheduler.active, timeout=30)
         again.store.close()
+
+
+async def test_a_pipeline_someone_cancelled_is_cancelled_not_failed(api, jp_root_dir):
+    make_notebook(jp_root_dir / "slow.ipynb", "import time; time.sleep(60)")
+    make_notebook(jp_root_dir / "next.ipynb", "pass")
+    steps = [{"notebook": "slow.ipynb"}, {"notebook": "next.ipynb"}]
+    code, pipe = await api("POST", "pipelines", {"steps": steps, "edges": [[0, 1]]})
+    assert code == 201, pipe
+    ids = [s["id"] for s in pipe["steps"]]
+    for jid in ids:
+        await api("DELETE", f"jobs/{jid}")
+    for jid in ids:
+        await wait_for_state(api, jid, TERMINAL)
+    code, pipe = await api("GET", f"pipelines/{pipe['id']}")
+    assert [s["state"] for s in pipe["steps"]] == ["CANCELLED", "CANCELLED"], pipe
+    assert pipe["state"] == "CANCELLED"

@@ -85,8 +85,11 @@ def pipeline_json(service: Service, pipeline_id: str, steps: list) -> dict[str, 
 
 
 def pipeline_state(steps: list) -> str:
-    """One state for a pipeline's steps: WAITING (none started), RUNNING, SUCCEEDED or FAILED."""
+    """One state for a pipeline's steps: WAITING (none started), RUNNING, SUCCEEDED, FAILED (a step
+    failed), or CANCELLED (every step ended, none failed, some were cancelled: a user stopped it)."""
     states = {job.state for job in steps}
     if all(state.terminal for state in states):
-        return "SUCCEEDED" if states == {JobState.SUCCEEDED} else "FAILED"
+        if states == {JobState.SUCCEEDED}:
+            return "SUCCEEDED"
+        return "CANCELLED" if states <= {JobState.SUCCEEDED, JobState.CANCELLED} else "FAILED"
     return "WAITING" if states <= {JobState.WAITING, JobState.QUEUED} else "RUNNING"

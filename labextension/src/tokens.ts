@@ -101,7 +101,7 @@ export interface IJob {
 /** `GET gpusched/api/pipelines/{id}`: the steps (jobs, in step order) and the edges [from, to]. */
 export interface IPipeline {
   id: string;
-  state: 'WAITING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED';
+  state: 'WAITING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
   steps: IJob[];
   edges: number[][];
 }
