@@ -112,7 +112,10 @@ async def test_the_forecast_knows_the_scheduled_runs_of_the_horizon(api, jp_root
     assert known["step_s"] == 600 and len(known["times"]) == 60
     assert len(known["runs"]) == 10 and {r["gpus"] for r in known["runs"]} == {2}
     series = known["gpus"]["default"]
-    first = next(i for i, t in enumerate(known["times"]) if t[14:16] == "00")  # the first whole hour's bucket
+    # the first run's bucket (not the first whole hour's: in the hour's first 10 minutes that is the current
+    # bucket, whose run is already past)
+    first = known["times"].index(known["runs"][0]["time"])
+    assert known["runs"][0]["time"][14:16] == "00"
     assert series[first : first + 3] == [2, 2, 2] and series[first + 3 : first + 6] == [0, 0, 0]  # 30 min each
     assert sum(series) <= 10 * 3 * 2 and max(series) == 2
 
