@@ -14,7 +14,7 @@ from nbclient.exceptions import CellExecutionError
 
 from jupyter_gpusched.client import Client
 from jupyter_gpusched.testing.notebooks import make_notebook
-from jupyter_gpusched.widgets import ForecastChart, QueueView, ScheduleView, SubmitForm
+from jupyter_gpusched.widgets import ForecastChart, PipelineForm, QueueView, ScheduleView, SubmitForm
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -135,6 +135,39 @@ def test_widgets_build_their_state_without_a_browser(live_server):
     assert chart.usage["tenants"]["default"]["requested"]
     assert "Demand history" in chart.note.value
     view.close()
+
+
+def test_the_submit_widget_takes_after_and_notify_and_the_pipeline_widget_runs_a_file(live_server):
+    """Issue 14's fields in the widgets: a job that runs after another, with its own notify targets (a bad
+    one refused at its field), and a pipeline file run from a widget, its steps listed with their states."""
+    root = live_server.root
+    make_notebook(root / "a.ipynb", "x = 1")
+    make_notebook(root / "b.ipynb", "y = 2")
+    client = Client(live_server.url, live_server.token, root_dir=str(root))
+    first = SubmitForm(str(root / "a.ipynb"), client=client).submit()
+    assert first is not None
+    form = SubmitForm(str(root / "b.ipynb"), client=client)
+    form.after.value = first["id"]
+    form.notify.value = "ftp://nowhere"
+    assert form.submit() is None and "notify" in form.status.value.lower()
+    form.notify.value = "none"
+    job = form.submit()
+    assert job is not None and job["after"] == [first["id"]] and job["notify"] == []
+
+    (root / "flow.yaml").write_text("steps:\n  - notebook: a.ipynb\n  - notebook: b.ipynb\nedges: [[0, 1]]\n")
+    pipe = PipelineForm(str(root / "missing.yaml"), client=client)
+    assert pipe.run() is None and "missing.yaml" in pipe.status.value
+    pipe.path.value = str(root / "flow.yaml")
+    made = pipe.run()
+    assert made is not None and made["id"] in pipe.status.value
+    assert "a.ipynb" in pipe.steps.value and "b.ipynb" in pipe.steps.value
+    assert "WAITING" in pipe.steps.value  # the second step waits for the first
+    deadline = time.monotonic() + 120
+    while client.pipeline(made["id"])["state"] != "SUCCEEDED":
+        assert time.monotonic() < deadline, client.pipeline(made["id"])
+        time.sleep(0.5)
+    pipe.refresh_button.click()
+    assert "SUCCEEDED" in pipe.steps.value and "WAITING" not in pipe.steps.value
 
 
 def test_the_schedule_widget_lists_mine_and_pauses_and_resumes(live_server):

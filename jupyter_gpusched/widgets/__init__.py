@@ -21,7 +21,7 @@ from ..client import Client, GPUSchedError
 from ..core.spec_fields import DEFAULT_PRIORITY, PRIORITY_CHOICES
 from ..params import parse_lines
 
-__all__ = ["ForecastChart", "QueueView", "ScheduleView", "SubmitForm"]
+__all__ = ["ForecastChart", "PipelineForm", "QueueView", "ScheduleView", "SubmitForm"]
 
 STATE_COLORS = {
     "WAITING": "#bdbdbd",  # for its dependencies (docs/pipelines.md)
@@ -60,6 +60,9 @@ class SubmitForm(_UsesClient, w.VBox):
         self.max_runtime = w.FloatText(value=0.0, description="Max runtime (s)", style={"description_width": "initial"})
         self.preemptible = w.Checkbox(value=False, description="Spot OK (preemptible)")
         self.parameters = w.Textarea(value="", description="Parameters", placeholder="lr=0.1\nepochs=3")
+        wide = {"description_width": "initial"}
+        self.after = w.Text(value="", description="Run after (job ids)", placeholder="none", style=wide)
+        self.notify = w.Text(value="", description="Notify me", placeholder="(my defaults); none: none", style=wide)
         self.submit_button = w.Button(description="Submit GPU job", button_style="primary", icon="play")
         self.status = w.HTML(value="")
         self.last_job: dict[str, Any] | None = None
@@ -73,6 +76,8 @@ class SubmitForm(_UsesClient, w.VBox):
                 self.max_runtime,
                 self.preemptible,
                 self.parameters,
+                self.after,
+                self.notify,
                 self.submit_button,
                 self.status,
             ],
@@ -89,6 +94,8 @@ class SubmitForm(_UsesClient, w.VBox):
                 max_runtime=self.max_runtime.value or None,
                 preemptible=self.preemptible.value,
                 parameters=parse_lines(self.parameters.value),
+                after=_listed(self.after.value) or None,
+                notify=_notify_targets(self.notify.value),
             )
         except (GPUSchedError, ValueError) as exc:
             self.status.value = f'<span style="color:#e53935">{html.escape(str(exc))}</span>'
@@ -97,6 +104,63 @@ class SubmitForm(_UsesClient, w.VBox):
         place = f", position {job['position'] + 1}" if job.get("position") is not None else ""
         self.status.value = f"Submitted <code>{job['id']}</code>: {job['state']}{place}"
         return job
+
+
+def _listed(text: str) -> list[str]:
+    """Comma- or space-separated words, as typed in a one-line field."""
+    return [part for part in text.replace(",", " ").split() if part]
+
+
+def _notify_targets(text: str) -> list[str] | None:
+    """The form's notify field as the CLI's `--notify` reads it: empty, my defaults (None); `none`, none."""
+    targets = _listed(text)
+    if not targets:
+        return None
+    return [] if [t.lower() for t in targets] == ["none"] else targets
+
+
+class PipelineForm(_UsesClient, w.VBox):
+    """Run a pipeline file (YAML or JSON: `steps` and `edges`, docs/pipelines.md) and follow its steps."""
+
+    def __init__(self, path: str = "", client: Client | None = None, **kwargs):
+        self._client = client
+        self.path = w.Text(
+            value=path, description="Pipeline file", placeholder="flow.yaml", style={"description_width": "initial"}
+        )
+        self.run_button = w.Button(description="Run pipeline", button_style="primary", icon="play")
+        self.refresh_button = w.Button(description="Refresh", icon="refresh")
+        self.status = w.HTML(value="")
+        self.steps = w.HTML(value="")
+        self.pipeline: dict[str, Any] | None = None
+        self.run_button.on_click(lambda _: self.run())
+        self.refresh_button.on_click(lambda _: self.refresh_now())
+        super().__init__([self.path, w.HBox([self.run_button, self.refresh_button]), self.status, self.steps], **kwargs)
+
+    def run(self) -> dict[str, Any] | None:
+        try:
+            self.pipeline = self.client.run_pipeline_file(self.path.value)
+        except (GPUSchedError, ValueError, OSError) as exc:
+            self.status.value = f'<span style="color:#e53935">{html.escape(str(exc))}</span>'
+            return None
+        self.status.value = f"Pipeline <code>{html.escape(self.pipeline['id'])}</code> submitted"
+        self._show(self.pipeline)
+        return self.pipeline
+
+    def refresh_now(self) -> None:
+        if self.pipeline is not None:
+            self.pipeline = self.client.pipeline(self.pipeline["id"])
+            self._show(self.pipeline)
+
+    def _show(self, pipeline: dict[str, Any]) -> None:
+        rows = "".join(
+            f"<tr><td>{i}</td><td>{html.escape(str(step.get('notebook', '')))}</td>"
+            f"<td>{html.escape(str(step.get('state', '')))}</td><td><code>{html.escape(str(step.get('id', '')))}</code></td></tr>"
+            for i, step in enumerate(pipeline.get("steps", []))
+        )
+        state = html.escape(str(pipeline.get("state", "")))
+        self.steps.value = (
+            f"<b>{state}</b><table><tr><th>#</th><th>notebook</th><th>state</th><th>job</th></tr>{rows}</table>"
+        )
 
 
 class QueueView(_UsesClient, w.VBox):
