@@ -13,6 +13,7 @@ from playwright.sync_api import expect, sync_playwright
 from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, serve_this_build  # skips without Chromium
 
 from jupyter_gpusched.cli.kernelspec import install
+from jupyter_gpusched.testing.browser import BrowserErrors
 from jupyter_gpusched.testing.gpukernels import ensure_provisioner_entry_point
 from jupyter_gpusched.testing.jupyter import Lab
 
@@ -60,8 +61,9 @@ def test_pick_a_gpu_kernel_wait_then_run(tmp_path):
             browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
             page.set_default_timeout(60_000)
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
+            errors = BrowserErrors()  # console errors too, as every browser test checks
+            page.on("console", errors.console)
+            page.on("pageerror", errors.page_error)
             page.goto(f"{server.url}lab?token={server.token}")
             card = page.locator('.jp-LauncherCard[data-category="Notebook"]', has_text="Python 3 (1 GPU)")
             card.click()
@@ -80,7 +82,7 @@ def test_pick_a_gpu_kernel_wait_then_run(tmp_path):
             expect(output).to_contain_text("'0'")  # the GPU the first holder gave back
             page.screenshot(path=str(ARTIFACTS / "gpu-kernel-running.png"))
             browser.close()
-        assert not errors, errors
+        assert not errors.unexpected(), errors.unexpected()
     finally:
         server.stop()
         (ARTIFACTS / "browser-gpu-kernels.log").write_text(server.log_tail(200_000))
