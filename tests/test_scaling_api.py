@@ -5,7 +5,7 @@ same figures in /gpusched/metrics, and clear errors for a bad `c.GPUSched.scalin
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from test_forecast_api import seed
@@ -81,6 +81,20 @@ async def test_the_forecast_of_real_history_asks_for_capacity_ahead(api, service
     want = min(4, max(1, math.ceil(rec["forecast_peak_gpus"] / 2)))  # whole 2-GPU nodes within min 1, max 4
     assert pool["recommended_nodes"] == want
     assert ("forecast" in pool["reason"]) == (want != 1)
+
+
+async def test_a_scheduled_run_due_within_the_lead_time_is_capacity_asked_for(api, jp_root_dir):
+    """Known future demand: a recurring run due in ~15 minutes (inside the 30-minute lead) needs its 2 GPUs
+    though nothing is queued now and the history is empty."""
+    make_notebook(jp_root_dir / "nightly.ipynb", "x = 1")
+    due = datetime.now(timezone.utc) + timedelta(minutes=15)
+    body = {"notebook": "nightly.ipynb", "cron": f"{due.minute} {due.hour} * * *", "gpus": 2, "max_runtime": 3600}
+    assert (await api("POST", "schedules", body))[0] == 201
+    code, rec = await api("GET", "scaling")
+    assert code == 200, rec
+    check(PATH, "GET", 200, rec)
+    assert rec["demand_gpus"] == 0 and rec["scheduled_peak_gpus"] == 2
+    assert rec["forecast_peak_gpus"] >= 2 and rec["wanted_gpus"] >= 2
 
 
 def test_bad_scaling_config_says_what_is_wrong():

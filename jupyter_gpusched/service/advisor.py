@@ -80,6 +80,14 @@ def parse_scaling(raw: dict[str, Any]) -> ScalingSettings:
     return ScalingSettings(config, pools)
 
 
+def scheduled_gpus(known: dict[str, Any] | None) -> dict[float, int]:
+    """Bucket start -> GPUs, summed over tenants, from a `Schedules.known_demand` answer."""
+    if not known:
+        return {}
+    totals = [sum(row[b] for row in known["gpus"].values()) for b in range(len(known["times"]))]
+    return {datetime.fromisoformat(t).timestamp(): g for t, g in zip(known["times"], totals, strict=True) if g}
+
+
 class Advisor:
     """The scaler's memory between requests (what it last recommended per pool, and when)."""
 
@@ -98,24 +106,34 @@ class Advisor:
         self.elastic = elastic  # False: a fixed machine, whose pools are never advised to shrink
         self.scaler = ElasticScaler([], self.settings.config)  # remembers what it asked per pool, when and why
         self.last: dict[str, Any] | None = None  # the latest recommendation, for the metrics
+        # known future demand (now, horizon_s, step_s) -> Schedules.known_demand: the recurring runs due
+        self.known: Callable[[float, float, float], dict[str, Any]] | None = None
 
     async def recommendation(self) -> dict[str, Any]:
         """The recommendation now (the forecast is cached per 10-minute bucket, fitted off the loop)."""
         steps = max(1, math.ceil(self.settings.config.lead_s / fc.DEFAULT_STEP_S)) + 1  # the bucket under way, too
         report = await self.forecasts.store_report(None, "requested", steps, "auto")
-        return self.recommend(report, self.clock())
+        now = self.clock()
+        known = self.known(now, steps * fc.DEFAULT_STEP_S, fc.DEFAULT_STEP_S) if self.known else None
+        return self.recommend(report, now, scheduled_gpus(known))
 
     def sizing(self) -> list[PoolSizing]:
         """Pools as the scheduler sees them now, with the configured limits."""
         return pool_sizings(self.scheduler.cluster, self.settings.pools, self.elastic)
 
-    def recommend(self, report: dict[str, Any], now: float) -> dict[str, Any]:
+    def recommend(
+        self, report: dict[str, Any], now: float, scheduled: dict[float, int] | None = None
+    ) -> dict[str, Any]:
         """The recommendation for a forecast `report` (as `Forecasts.report` gives it), as the REST API shows it.
-        The arithmetic is the core's (`core.scaling.advise`), the same the simulator's elastic pools use."""
+        The arithmetic is the core's (`core.scaling.advise`), the same the simulator's elastic pools use.
+        `scheduled` (bucket start -> GPUs the recurring schedules' runs will hold): each bucket's upper edge is
+        at least that. Not added to it: a run that recurs is in the history the forecast learnt from, too."""
         cfg = self.settings.config
         self.scaler.set_pools(self.sizing())
         times = [datetime.fromisoformat(t).timestamp() for t in report["times"]]
-        advice = advise(self.scheduler, self.scaler, now, times, report["upper"])
+        scheduled = scheduled or {}
+        upper = [max(float(u), scheduled.get(t, 0)) for t, u in zip(times, report["upper"], strict=False)]
+        advice = advise(self.scheduler, self.scaler, now, times, upper)
         self.last = {
             "lead_minutes": cfg.lead_s / 60,
             "cooldown_minutes": cfg.cooldown_s / 60,
@@ -123,6 +141,7 @@ class Advisor:
             "spot_share": cfg.spot_share,
             "demand_gpus": advice.demand_gpus,
             "forecast_peak_gpus": round(advice.forecast_peak_gpus, 3),
+            "scheduled_peak_gpus": max((scheduled.get(t, 0) for t in times), default=0),
             "wanted_gpus": round(advice.wanted_gpus, 3),
             "forecast": {
                 "model": report.get("model"),

@@ -152,6 +152,7 @@ class Service(ServiceViews, Pipelines):
         self.notices = JobNotices(config.notify, self.scheduler.jobs, self.info, self.store, clock)
         self.budgets.on_warning = self.notices.tenant_notice
         self.schedules = Schedules(self, clock)
+        self.advisor.known = self.schedules.known_demand  # pool advice counts the recurring runs due
         self._requeue_at: dict[str, tuple[float, int, str]] = {}  # after a failed launch: (when, attempt, why)
         self._waiting_launch: dict[str, int] = {}  # job id -> attempt: admitted onto GPUs a kill still holds
         self._last_usage_minute: int | None = None
