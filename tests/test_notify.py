@@ -3,6 +3,10 @@ an HTTP server that records webhook calls (and apprise's json:// posts), and an 
 
 from __future__ import annotations
 
+import asyncio
+import io
+import json
+
 import pytest
 
 from jupyter_gpusched.core.scheduler import SpecError
@@ -196,6 +200,25 @@ def test_channels_the_server_lacks_are_refused():
     assert parse_targets("json://localhost/x", none)[0].channel == "apprise"
     both = parse_targets(["a@example.org", "mailto:a@example.org"])
     assert len(both) == 1  # the same target twice notifies once
+
+
+async def test_a_job_submitted_from_the_cli_with_notify_reaches_its_webhook(api, jp_serverapp, jp_root_dir, receiver):
+    """`jupyter gpusched submit NB --notify URL` end to end: the job carries the target, the webhook hears it end."""
+    from jupyter_gpusched.cli import build_parser, run
+
+    make_notebook(jp_root_dir / "cli.ipynb", "x = 1")
+    url, token = jp_serverapp.connection_url, jp_serverapp.identity_provider.token
+    nb = str(jp_root_dir / "cli.ipynb")  # a path on this machine (relative ones are to the current folder)
+    argv = ["--url", url, "--token", token, "submit", nb, "--notify", receiver.url("/cli"), "--json"]
+    out = io.StringIO()
+    assert await asyncio.to_thread(run, build_parser().parse_args(argv), out) == 0, out.getvalue()
+    job = json.loads(out.getvalue())
+    assert job["notify"] == [{"webhook": receiver.url("/cli"), "events": ["succeeded", "failed", "cancelled"]}]
+    done = await wait_for_state(api, job["id"], {"SUCCEEDED", "FAILED"})
+    assert done["state"] == "SUCCEEDED", done
+    await received("webhook from a CLI-submitted job", lambda: receiver.to("/cli", 200))
+    call = receiver.to("/cli")[0]
+    assert call.signed_by(SECRET) and call.json["id"] == job["id"] and call.json["event"] == "succeeded"
 
 
 def test_cli_and_magic_take_notify(tmp_path):
