@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from ..core.model import NodeSpec, Pool, Priority
 from .traces import TraceJob
 
-__all__ = ["CheckpointModel", "Lifetime", "PoolConfig", "SimJob"]
+__all__ = ["ESTIMATES", "CheckpointModel", "Lifetime", "PoolConfig", "SimJob"]
+
+# `jobs.estimates` in a scenario: what runtime estimates jobs carry (docs/simulator.md). none: none (the
+# default); exact: the true durations (users who know); trace: the trace's est_runtime column; learned:
+# the 80th percentile of earlier jobs' runtimes like it (core/estimates.py), from jobs finished before it arrived.
+ESTIMATES: tuple[str, ...] = ("none", "exact", "trace", "learned")
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,15 +26,17 @@ import random
 import time as _time
 from array import array
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from ..core.budget import Budget, UsageLedger, budget_status, over_budget
 from ..core.cost import PriceList
+from ..core.estimates import RuntimeHistory
 from ..core.model import Admit, JobSpec, JobState, NodeSpec, Preempt, Scale
 from ..core.placement import Cluster
 from ..core.policies import Policy, make_policy
 from ..core.scheduler import Scheduler, SchedulerConfig, SpecError
 from .accounting import JobRun, Meter
-from .config import CheckpointModel, Lifetime, PoolConfig, SimJob
+from .config import ESTIMATES, CheckpointModel, Lifetime, PoolConfig, SimJob
 from .results import JobRecord, SimResult
 
 # The configuration and result types live in config.py and results.py; they are re-exported
@@ -76,8 +78,8 @@ class Simulation:
         max_passes_per_instant: int = 4,
         budgets: Mapping[str, Budget] | None = None,
     ):
-        if estimates not in ("none", "exact", "trace"):
-            raise ValueError("estimates must be none, exact or trace")
+        if estimates not in ESTIMATES:
+            raise ValueError("estimates must be none, exact, trace or learned")
         self.policy = make_policy(policy) if isinstance(policy, str) else policy
         self.policy_name = self.policy.name or type(self.policy).__name__
         self.pools = {p.name: p for p in pools}
@@ -102,6 +104,8 @@ class Simulation:
         # The oracle alone is told true durations (or a scenario where users give estimates).
         self.oracle = self.policy.oracle
         self.estimates = estimates
+        # `learned`: each job's estimate comes from the jobs that finished before it arrived (core/estimates.py)
+        self.history = RuntimeHistory() if estimates == "learned" and not self.oracle else None
         self.jobs = list(jobs)
         self.progress = progress
         self.check = check_invariants
@@ -275,6 +279,8 @@ class Simulation:
     def _on_arrive(self, job_id: str, _b, t: float) -> bool:
         r = self._runs[job_id]
         self._to_arrive -= 1
+        if self.history is not None and (learned := self.history.estimate(r.spec)) is not None:
+            r.spec = replace(r.spec, learned_runtime=learned.seconds)
         try:
             self.scheduler.submit(r.spec, t, job_id=job_id)
         except SpecError as exc:
@@ -292,6 +298,8 @@ class Simulation:
         self._stop_attempt(r, t, completed=True)
         ok = r.rec.status != "failed"
         job = self.scheduler.finished(job_id, t, ok=ok)
+        if self.history is not None:
+            self.history.observe_job(job)
         self._transitions += 1
         r.rec.state = job.state.value
         r.rec.end = t
