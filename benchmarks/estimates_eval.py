@@ -3,8 +3,8 @@
 For each candidate window of a scenario (`python -m jupyter_gpusched.sim.windows SCENARIO` lists
 them: 24 h windows on a 6 h step, sets of k tenants, offered load 0.8-1.2), each policy is
 replayed twice: `jobs.estimates: none` (today's default: no job has an estimate) and `learned`
-(each job arrives with the 80th percentile of the runtimes of jobs like it that finished before it
-arrived; a job's own runtime is never used for itself). `srpt` is the oracle: it reads true
+(a queued job carries the 80th percentile of the runtimes of jobs like it finished so far, fixed
+once it starts; a job's own runtime is never used for itself). `srpt` is the oracle: it reads true
 durations either way, so it is there as the reference, not as a user of the estimates.
 
 Split, fixed before any run: windows are ordered by start time; the windows whose start is in

@@ -68,3 +68,16 @@ def test_the_scenario_option(tmp_path):
     raw["jobs"] = {"estimates": "psychic"}
     with pytest.raises(ScenarioError, match="jobs.estimates"):
         scenario_from_dict(raw, base=tmp_path)
+
+
+def test_a_queued_job_follows_the_runs_that_finish_while_it_waits():
+    # one GPU: j1 and j2 wait behind j0; when j1 ends (the second run) j2, still queued, learns from both
+    pool = PoolConfig("od", (NodeSpec("n0", 1, "od"),), 1.0, gpus_per_node=1)
+    jobs = [job(0, 0, 100), job(1, 1, 200), job(2, 2, 5000), job(3, 3, 50, tenant="b")]
+    sim = Simulation(jobs, [pool], [Tenant("a", 1), Tenant("b", 0)], "fifo", estimates="learned")
+    res = sim.run()
+    j = sim.scheduler.jobs
+    assert j["j1"].spec.learned_runtime is None  # only j0 had finished when it started
+    assert j["j2"].spec.learned_runtime == 200.0  # p80 of [100, 200]; never its own 5000
+    assert j["j3"].spec.learned_runtime is None  # tenant b has no runs
+    assert [r.state for r in res.jobs] == ["SUCCEEDED"] * 4

@@ -8,8 +8,10 @@ most to least specific:
 A job's estimate is the `quantile` (80th percentile, nearest rank) of the most specific key that
 has at least `min_samples` runs, with that key's level (`basis`) and sample count. At most
 `max_keys` keys are kept; the one updated longest ago goes first. The live service feeds it from
-its store (service/estimates.py), the simulator from the jobs that finished before each
-submission (sim/engine.py, `estimates: learned`): a job's own run time never estimates itself.
+its store (service/estimates.py) and the simulator from its replay (sim/engine.py, `estimates:
+learned`); in both a queued job's estimate follows the runs that finish while it waits (the
+simulator through `QueuedEstimates`) and is fixed once it starts: a job's own run time never
+estimates itself.
 
 A run's time is its GPU service divided by its GPUs (`observed_runtime`): every attempt's
 running time, without queueing. Only succeeded runs count (a failed one says little of a good
@@ -21,7 +23,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .model import Job, JobSpec, JobState
 
@@ -127,3 +129,36 @@ class RuntimeHistory:
                 self._runs.pop(key, None)
                 self._runs[key] = kept
         self._evict()
+
+
+class QueuedEstimates:
+    """Keeps queued jobs' `learned_runtime` current as runs finish, touching only the jobs whose
+    estimate a finished run can change (those followed under one of the keys it updated): the
+    simulator's driver. (The live service refreshes every queued job before each pass.)"""
+
+    def __init__(self, history: RuntimeHistory):
+        self.history = history
+        self._by_key: dict[str, dict[str, Job]] = {}  # key -> queued jobs whose estimate it may change
+
+    def _set(self, job: Job) -> Estimate | None:
+        est = self.history.estimate(job.spec)
+        seconds = est.seconds if est is not None else None
+        if job.spec.learned_runtime != seconds:
+            job.spec = replace(job.spec, learned_runtime=seconds)
+        return est
+
+    def track(self, job: Job) -> None:
+        """Give a queued job its estimate now and follow it: under its keys down to the one its estimate
+        comes from (a less specific key no longer changes it)."""
+        est = self._set(job)
+        for basis, key in history_keys(job.spec):
+            self._by_key.setdefault(key, {})[job.id] = job
+            if est is not None and basis == est.basis:
+                break
+
+    def finished(self, job: Job) -> None:
+        """Learn from a finished job and update the queued jobs its run may change."""
+        for key in self.history.observe_job(job):
+            for other in (self._by_key.pop(key, None) or {}).values():
+                if other.state is JobState.QUEUED:
+                    self.track(other)

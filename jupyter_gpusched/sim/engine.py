@@ -26,11 +26,10 @@ import random
 import time as _time
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 
 from ..core.budget import Budget, UsageLedger, budget_status, over_budget
 from ..core.cost import PriceList
-from ..core.estimates import RuntimeHistory
+from ..core.estimates import QueuedEstimates, RuntimeHistory
 from ..core.model import Admit, JobSpec, JobState, NodeSpec, Preempt, Scale
 from ..core.placement import Cluster
 from ..core.policies import Policy, make_policy
@@ -104,8 +103,8 @@ class Simulation:
         # The oracle alone is told true durations (or a scenario where users give estimates).
         self.oracle = self.policy.oracle
         self.estimates = estimates
-        # `learned`: each job's estimate comes from the jobs that finished before it arrived (core/estimates.py)
-        self.history = RuntimeHistory() if estimates == "learned" and not self.oracle else None
+        # `learned`: a queued job's estimate comes from the jobs finished so far (core/estimates.py), never its own run
+        self.learned = QueuedEstimates(RuntimeHistory()) if estimates == "learned" and not self.oracle else None
         self.jobs = list(jobs)
         self.progress = progress
         self.check = check_invariants
@@ -279,16 +278,16 @@ class Simulation:
     def _on_arrive(self, job_id: str, _b, t: float) -> bool:
         r = self._runs[job_id]
         self._to_arrive -= 1
-        if self.history is not None and (learned := self.history.estimate(r.spec)) is not None:
-            r.spec = replace(r.spec, learned_runtime=learned.seconds)
         try:
-            self.scheduler.submit(r.spec, t, job_id=job_id)
+            job = self.scheduler.submit(r.spec, t, job_id=job_id)
         except SpecError as exc:
             r.rec.state = "REJECTED"
             r.rec.reason = f"{exc.field}: {exc.message}"
             r.token += 1  # its cancel event, if any, is void
             self._close(r)
             return False
+        if self.learned is not None:
+            self.learned.track(job)  # its estimate, from the jobs finished so far
         return True
 
     def _on_finish(self, job_id: str, token: int, t: float) -> bool:
@@ -298,8 +297,8 @@ class Simulation:
         self._stop_attempt(r, t, completed=True)
         ok = r.rec.status != "failed"
         job = self.scheduler.finished(job_id, t, ok=ok)
-        if self.history is not None:
-            self.history.observe_job(job)
+        if self.learned is not None:
+            self.learned.finished(job)  # and queued jobs like it follow
         self._transitions += 1
         r.rec.state = job.state.value
         r.rec.end = t
