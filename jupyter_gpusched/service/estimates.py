@@ -48,12 +48,17 @@ class Estimates:
 
     def refresh(self, scheduler: Scheduler) -> None:
         """Set learned_runtime on queued and active jobs (queued ones follow the history)."""
+        memo: dict[tuple, Estimate | None] = {}  # jobs alike (a notebook's queued runs) share one answer
         for job in [*scheduler.queue, *scheduler.active.values()]:
-            if job.spec.interactive:
+            spec = job.spec
+            if spec.interactive:
                 continue
             if job.state.holds_gpus and job.id in self.by_job:
                 continue  # its run was planned on this estimate
-            est = self.history.estimate(job.spec)
+            alike = (spec.owner, spec.notebook, spec.gpus, spec.tenant)
+            if alike not in memo:
+                memo[alike] = self.history.estimate(spec)
+            est = memo[alike]
             seconds = est.seconds if est is not None else None
             if est is not None:
                 self.by_job[job.id] = est
