@@ -112,15 +112,44 @@ def status(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     if job.get("position") is not None:
         print(f"{'position':>15}: {job['position'] + 1}", file=out)
         print(
-            f"{'estimated start':>15}: {job.get('estimated_start') or 'unknown (running jobs have no runtime limit)'}",
+            f"{'estimated start':>15}: {job.get('estimated_start') or 'unknown (running jobs have no runtime limit or learned estimate)'}",
             file=out,
         )
+    expected = expected_run(job.get("runtime_estimate"))
+    if expected and job["state"] not in TERMINAL:
+        print(f"{'expected run':>15}: {expected}", file=out)
     if job.get("allocation"):
         print(f"{'gpus on':>15}: " + ", ".join(f"{a['node']}:{a['gpus']}" for a in job["allocation"]), file=out)
     print("history:", file=out)
     for e in events:
         print(f"  {e['time']}  {e['from'] or '-':>9} -> {e['to']:<9} {e['reason']} ({e['actor']})", file=out)
     return 0
+
+
+_BASIS_WORDS = {
+    "owner+notebook+gpus": "this notebook",
+    "owner+notebook": "this notebook on other GPU counts",
+    "tenant+gpus": "this tenant's jobs of as many GPUs",
+    "tenant": "this tenant's jobs",
+}
+
+
+def _minutes(seconds: float) -> str:
+    if seconds >= 5400:
+        return f"~{seconds / 3600:.1f} h"
+    return f"~{max(1, round(seconds / 60))} min"
+
+
+def expected_run(estimate: dict[str, Any] | None) -> str:
+    """ "~12 min (learned from 5 runs of this notebook)", "~1 h (max_runtime)", or "" when unknown."""
+    if not estimate or estimate.get("seconds") is None:
+        return ""
+    when = _minutes(float(estimate["seconds"]))
+    if estimate.get("source") == "learned":
+        n = estimate.get("samples")
+        runs = f"{n} runs" if n else "earlier runs"
+        return f"{when} (learned from {runs} of {_BASIS_WORDS.get(estimate.get('basis') or '', 'jobs like it')})"
+    return f"at most {when} (its max_runtime)"
 
 
 def cancel(client: Client, args: argparse.Namespace, out: TextIO) -> int:

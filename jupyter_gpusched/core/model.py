@@ -118,6 +118,8 @@ class JobSpec:
     # A runtime estimate for backfill. The live service uses max_runtime; the
     # simulator may pass the trace's duration only to oracle policies.
     est_runtime: float | None = None
+    # Learned from earlier runs like it (core/estimates.py); set by the driver, not the user.
+    learned_runtime: float | None = None
     checkpoint_interval: float | None = None  # seconds between checkpoints, if it checkpoints
     # On each node it runs on, beside its GPUs (0: not counted). Only nodes that report their CPUs
     # and memory (NodeSpec) hold a job to them; the local backend does.
@@ -135,7 +137,13 @@ class JobSpec:
 
     @property
     def runtime_estimate(self) -> float | None:
-        return self.est_runtime if self.est_runtime is not None else self.max_runtime
+        """est_runtime, else the learned runtime (never past max_runtime: the job is stopped there),
+        else max_runtime."""
+        if self.est_runtime is not None:
+            return self.est_runtime
+        if self.learned_runtime is not None:
+            return self.learned_runtime if self.max_runtime is None else min(self.learned_runtime, self.max_runtime)
+        return self.max_runtime
 
 
 Allocation = tuple[tuple[str, tuple[int, ...]], ...]

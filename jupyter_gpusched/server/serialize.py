@@ -30,6 +30,7 @@ def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
         "preemptible": s.preemptible,
         "interactive": s.interactive,
         "max_runtime": s.max_runtime,
+        "runtime_estimate": service.estimates.describe(job),
         "allocation": [{"node": node, "gpus": list(ids)} for node, ids in job.allocation],
         "borrowed": job.borrowed,
         "attempts": job.attempts,

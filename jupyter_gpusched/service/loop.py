@@ -53,6 +53,7 @@ from ..core.idle import IdlePolicy
 from ..store import Store
 from .advisor import Advisor, ScalingSettings
 from .budgets import Budgets
+from .estimates import Estimates
 from .forecasting import Forecasts
 from .info import JobInfo, Submission
 from .interactive import release_after_restart
@@ -146,6 +147,7 @@ class Service(ServiceViews, Pipelines):
         self.advisor = Advisor(self.scheduler, self.forecasts, clock, config.scaling, getattr(backend, "elastic", True))
         self.stalls = StallWatch(config.stalls, clock)
         self.budgets = Budgets(config.budgets, PriceList.of(self.scheduler.cluster.pools.values()), self.store)
+        self.estimates = Estimates(self.store, clock)  # learned runtimes (estimates.py)
         old: JobNotices | None = getattr(self, "notices", None)
         if old is not None:  # a take-over rebuilds: the old one's retries stop
             old.close()
@@ -188,6 +190,7 @@ class Service(ServiceViews, Pipelines):
         touched = []
         outcomes = {FINISHED: 0, NOT_STARTED: 0, LOST: 0}
         self.budgets.load()
+        self.estimates.load()
         rows = list(self.store.load_jobs())
         # A backend whose jobs outlive the service (Kubernetes) takes over those still running.
         adopted = self.backend.adopt({job.id: (job.state, job.allocation) for job, _ in rows}) or set()
@@ -310,6 +313,7 @@ class Service(ServiceViews, Pipelines):
         # a running job and admit it elsewhere: only the net outcome reaches the backend.
         held = {jid: _gpus(job) for jid, job in s.active.items()}  # a preempted job's GPUs, before the pass frees them
         first: dict[str, Admit | Preempt] = {}
+        self.estimates.refresh(s)
         self.budgets.enforce(s, now)
         for decision in s.schedule(now):
             if isinstance(decision, (Admit, Preempt)):  # pools are fixed here: Scale is the simulator's
@@ -523,6 +527,7 @@ class Service(ServiceViews, Pipelines):
         events = self.scheduler.drain_events()
         self.store.record(jobs, events, {j.id: self.info[j.id].to_dict() if j.id in self.info else {} for j in jobs})
         self.budgets.feed(events, self.scheduler)
+        self.estimates.feed(events, self.scheduler.jobs)
         self.notices.on_events(events)  # after the record: what is sent is in the store
 
     def _record_usage(self, now: float) -> None:

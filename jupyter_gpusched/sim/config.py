@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from ..core.model import NodeSpec, Pool, Priority
 from .traces import TraceJob
 
-__all__ = ["CheckpointModel", "Lifetime", "PoolConfig", "SimJob"]
+__all__ = ["ESTIMATES", "CheckpointModel", "Lifetime", "PoolConfig", "SimJob"]
+
+# `jobs.estimates` in a scenario: what runtime estimates jobs carry (docs/simulator.md). none: none (the
+# default); exact: the true durations (users who know); trace: the trace's est_runtime column; learned:
+# the 80th percentile of the runtimes of jobs like it finished so far (core/estimates.py), while it is queued.
+ESTIMATES: tuple[str, ...] = ("none", "exact", "trace", "learned")
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,12 +29,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..core.budget import Budget, UsageLedger, budget_status, over_budget
 from ..core.cost import PriceList
+from ..core.estimates import QueuedEstimates, RuntimeHistory
 from ..core.model import Admit, JobSpec, JobState, NodeSpec, Preempt, Scale
 from ..core.placement import Cluster
 from ..core.policies import Policy, make_policy
 from ..core.scheduler import Scheduler, SchedulerConfig, SpecError
 from .accounting import JobRun, Meter
-from .config import CheckpointModel, Lifetime, PoolConfig, SimJob
+from .config import ESTIMATES, CheckpointModel, Lifetime, PoolConfig, SimJob
 from .results import JobRecord, SimResult
 
 # The configuration and result types live in config.py and results.py; they are re-exported
@@ -76,8 +77,8 @@ class Simulation:
         max_passes_per_instant: int = 4,
         budgets: Mapping[str, Budget] | None = None,
     ):
-        if estimates not in ("none", "exact", "trace"):
-            raise ValueError("estimates must be none, exact or trace")
+        if estimates not in ESTIMATES:
+            raise ValueError("estimates must be none, exact, trace or learned")
         self.policy = make_policy(policy) if isinstance(policy, str) else policy
         self.policy_name = self.policy.name or type(self.policy).__name__
         self.pools = {p.name: p for p in pools}
@@ -102,6 +103,8 @@ class Simulation:
         # The oracle alone is told true durations (or a scenario where users give estimates).
         self.oracle = self.policy.oracle
         self.estimates = estimates
+        # `learned`: a queued job's estimate comes from the jobs finished so far (core/estimates.py), never its own run
+        self.learned = QueuedEstimates(RuntimeHistory()) if estimates == "learned" and not self.oracle else None
         self.jobs = list(jobs)
         self.progress = progress
         self.check = check_invariants
@@ -276,13 +279,15 @@ class Simulation:
         r = self._runs[job_id]
         self._to_arrive -= 1
         try:
-            self.scheduler.submit(r.spec, t, job_id=job_id)
+            job = self.scheduler.submit(r.spec, t, job_id=job_id)
         except SpecError as exc:
             r.rec.state = "REJECTED"
             r.rec.reason = f"{exc.field}: {exc.message}"
             r.token += 1  # its cancel event, if any, is void
             self._close(r)
             return False
+        if self.learned is not None:
+            self.learned.track(job)  # its estimate, from the jobs finished so far
         return True
 
     def _on_finish(self, job_id: str, token: int, t: float) -> bool:
@@ -292,6 +297,8 @@ class Simulation:
         self._stop_attempt(r, t, completed=True)
         ok = r.rec.status != "failed"
         job = self.scheduler.finished(job_id, t, ok=ok)
+        if self.learned is not None:
+            self.learned.finished(job)  # and queued jobs like it follow
         self._transitions += 1
         r.rec.state = job.state.value
         r.rec.end = t

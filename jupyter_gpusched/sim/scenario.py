@@ -21,7 +21,7 @@ from ..core.budget import Budget, parse_budget
 from ..core.model import NodeSpec, Priority, Tenant
 from ..core.policies import Policy, make_policy, policy_names
 from ..core.scheduler import SchedulerConfig
-from .config import CheckpointModel, Lifetime, PoolConfig, SimJob
+from .config import ESTIMATES, CheckpointModel, Lifetime, PoolConfig, SimJob
 from .traces import NODE_FORMATS, TRACE_FORMATS, Trace, TraceError, load_nodes, load_trace
 
 __all__ = ["Scenario", "ScenarioError", "find_scenario", "load_scenario", "scenario_dirs", "traces_dir"]
@@ -473,7 +473,7 @@ def scenario_from_dict(
         ),
     }
     checkpoint = CheckpointModel(**ck)
-    estimates = r.string(jv.get("estimates", "none"), "jobs.estimates", choices=["none", "exact", "trace"])
+    estimates = r.string(jv.get("estimates", "none"), "jobs.estimates", choices=list(ESTIMATES))
     jobs = _assign(trace, mix, preemptible, seed)
 
     # scheduler, policies

@@ -3,6 +3,7 @@ every such window rather than one.
 
     python -m jupyter_gpusched.sim.windows seed-3x8            # list the candidate windows
     python -m jupyter_gpusched.sim.windows seed-3x8 --sweep    # every policy on each of them
+    python -m jupyter_gpusched.sim.windows seed-3x8 --sweep --estimates learned   # with learned runtimes
 
 A candidate is a `hours`-long window starting on a `step_h` boundary and a set of `k`
 tenants (from the scenario's tenant list, or all tenants of the trace) such that, counting
@@ -26,9 +27,10 @@ from pathlib import Path
 
 import yaml
 
+from .config import ESTIMATES
 from .metrics import compare_on_common_jobs, summarize
 from .report import run_policy
-from .scenario import ScenarioError, find_scenario, scenario_from_dict, traces_dir
+from .scenario import Scenario, ScenarioError, find_scenario, scenario_from_dict, traces_dir
 from .traces import Trace, TraceError, load_trace
 
 
@@ -119,9 +121,51 @@ def _tenant_terms(listed: list[dict], names: tuple[str, ...]) -> list[dict]:
     return out
 
 
-def _raw(name: str) -> tuple[dict, Path]:
-    path = find_scenario(name)
-    return yaml.safe_load(path.read_text()), path
+@dataclass(frozen=True)
+class Sweep:
+    """A scenario, its whole trace, and how to make the scenario of one of its windows."""
+
+    raw: dict
+    path: Path
+    traces: Path | None
+    trace: Trace
+    scenario: Scenario
+
+    @classmethod
+    def load(cls, name: str, traces: str | None = None) -> Sweep:
+        path = find_scenario(name)
+        raw = yaml.safe_load(path.read_text())
+        base = path.parent
+        tdir = traces_dir(base, traces)
+        tv = raw["trace"]
+        tpath = tv["path"].replace("${traces}", str(tdir)) if tdir else tv["path"]
+        full = load_trace(tv["format"], tpath if tpath.startswith("/") else base / tpath)
+        sc = scenario_from_dict(raw, where=str(path), base=base, traces=tdir, path=path)
+        return cls(raw, path, tdir, full, sc)
+
+    def window(self, w: Window, estimates: str | None = None) -> Scenario:
+        """The scenario on window `w` (its tenants on the scenario's terms); `estimates` overrides jobs.estimates."""
+        r2 = copy.deepcopy(self.raw)
+        origin = self.trace.origin
+        r2["trace"]["window"] = (
+            {"start": w.start, "end": w.end}
+            if origin is None
+            else {
+                "start": (origin + timedelta(seconds=w.start)).isoformat(sep=" "),
+                "end": (origin + timedelta(seconds=w.end)).isoformat(sep=" "),
+            }
+        )
+        r2["trace"]["tenants"] = list(w.tenants)
+        r2["tenants"] = _tenant_terms(self.raw.get("tenants") or [], w.tenants)
+        if estimates:
+            r2.setdefault("jobs", {})["estimates"] = estimates
+        return scenario_from_dict(r2, where=str(self.path), base=self.path.parent, traces=self.traces, path=self.path)
+
+    def candidates(self, **kw) -> list[Window]:
+        """candidate_windows on the scenario's cluster, tenants and max_gpus (keywords override)."""
+        args = dict(tenants=list(self.scenario.tenant_terms) or None, max_gpus=self.raw["trace"].get("max_gpus"))
+        args.update(kw)
+        return candidate_windows(self.trace, self.scenario.capacity, **args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,18 +180,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--load-max", type=float, default=1.2)
     p.add_argument("--tenants", help="comma-separated tenants to draw from (default: the scenario's tenant list)")
     p.add_argument("--traces")
+    p.add_argument(
+        "--estimates", choices=ESTIMATES, help="the jobs' runtime estimates (default: the scenario's jobs.estimates)"
+    )
     args = p.parse_args(argv)
     try:
-        raw, path = _raw(args.scenario)
-        base = path.parent
-        tdir = traces_dir(base, args.traces)
-        tv = raw["trace"]
-        tpath = tv["path"].replace("${traces}", str(tdir)) if tdir else tv["path"]
-        full = load_trace(tv["format"], tpath if tpath.startswith("/") else base / tpath)
-        sc = scenario_from_dict(raw, where=str(path), base=base, traces=tdir, path=path)
+        sw = Sweep.load(args.scenario, args.traces)
     except (ScenarioError, TraceError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    full, sc, tv = sw.trace, sw.scenario, sw.raw["trace"]
     capacity = sc.capacity
     candidates_from = [t.strip() for t in args.tenants.split(",")] if args.tenants else (list(sc.tenant_terms) or None)
     wins = candidate_windows(
@@ -178,18 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         policies = ["static", *policies]
     rows: dict[str, dict[str, list[float]]] = {pol: {} for pol in policies}
     for n, w in enumerate(wins, 1):
-        r2 = copy.deepcopy(raw)
-        r2["trace"]["window"] = (
-            {"start": w.start, "end": w.end}
-            if full.origin is None
-            else {
-                "start": (full.origin + timedelta(seconds=w.start)).isoformat(sep=" "),
-                "end": (full.origin + timedelta(seconds=w.end)).isoformat(sep=" "),
-            }
-        )
-        r2["trace"]["tenants"] = list(w.tenants)
-        r2["tenants"] = _tenant_terms(raw.get("tenants") or [], w.tenants)
-        wsc = scenario_from_dict(r2, where=str(path), base=base, traces=tdir, path=path)
+        wsc = sw.window(w, args.estimates)
         runs = {pol: run_policy(wsc, pol) for pol in policies}
         sums = {pol: summarize(res, wsc.scheduler.aging_interval) for pol, res in runs.items()}
         st = sums["static"]

@@ -32,6 +32,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from ..core.model import Event, Job, JobSpec, JobState, Priority
+from .estimates import RuntimeStore
 from .ownership import lock_for
 from .schedules import ScheduleRow, ScheduleStore
 
@@ -270,6 +271,7 @@ class Store:
         self._lock: Any = None
         self.schedules = ScheduleStore(self.engine)  # recurring schedules, in the same database
         _add_new_columns(self.engine, (ScheduleRow,))
+        self.runtimes = RuntimeStore(self.engine)  # the learned runtime history (core/estimates.py)
 
     # --- ownership: one scheduler per store -----------------------------------------------
     def claim(self, data_dir: str | Path | None = None) -> bool:

@@ -1,5 +1,5 @@
 /** Small display helpers: durations, times, job names, the status bar's words. */
-import { IJob, TERMINAL_STATES } from './tokens';
+import { IJob, IRuntimeEstimate, TERMINAL_STATES } from './tokens';
 
 /** `1h 02m`, `3m 05s`, `42s`. */
 export function formatDuration(seconds: number): string {
@@ -14,6 +14,41 @@ export function formatDuration(seconds: number): string {
     return `${m}m ${String(r).padStart(2, '0')}s`;
   }
   return `${r}s`;
+}
+
+const BASIS_WORDS: Record<string, string> = {
+  'owner+notebook+gpus': 'this notebook',
+  'owner+notebook': 'this notebook on other GPU counts',
+  'tenant+gpus': "this tenant's jobs of as many GPUs",
+  tenant: "this tenant's jobs"
+};
+
+/**
+ * A learned runtime estimate in words: `expected run ~12 min (learned)`, with where it was learned
+ * from as the detail (`from 5 runs of this notebook`); null when the estimate is not learned.
+ */
+export function expectedRun(
+  estimate: IRuntimeEstimate | null | undefined
+): { text: string; detail: string } | null {
+  if (
+    !estimate ||
+    estimate.source !== 'learned' ||
+    estimate.seconds === null ||
+    estimate.seconds === undefined
+  ) {
+    return null;
+  }
+  const s = estimate.seconds;
+  const span =
+    s >= 5400
+      ? `~${(s / 3600).toFixed(1)} h`
+      : `~${Math.max(1, Math.round(s / 60))} min`;
+  const runs = estimate.samples ? `${estimate.samples} runs` : 'earlier runs';
+  const what = BASIS_WORDS[estimate.basis ?? ''] ?? 'jobs like it';
+  return {
+    text: `expected run ${span} (learned)`,
+    detail: `from ${runs} of ${what}`
+  };
 }
 
 /** Seconds the job has run (to its end, or to `now` while it runs); null before it started. */

@@ -76,6 +76,8 @@ export interface IJob {
   reason: string;
   preemptible: boolean;
   max_runtime: number | null;
+  /** How long it is expected to run (docs/scheduling.md#runtime-estimates). */
+  runtime_estimate: IRuntimeEstimate;
   allocation: { node: string; gpus: number[] }[];
   borrowed: boolean;
   attempts: number;
@@ -96,6 +98,17 @@ export interface IJob {
   pipeline_id: string | null;
   /** The recurring schedule it is a run of, if any (docs/schedules.md). */
   schedule_id: string | null;
+}
+
+/** `IJob.runtime_estimate`: learned from earlier runs like it, else its max_runtime, else unknown. */
+export interface IRuntimeEstimate {
+  seconds: number | null;
+  source: 'learned' | 'max_runtime' | null;
+  /** Which earlier runs a learned estimate comes from (most specific first). */
+  basis:
+    'owner+notebook+gpus' | 'owner+notebook' | 'tenant+gpus' | 'tenant' | null;
+  /** How many runs a learned estimate comes from. */
+  samples: number | null;
 }
 
 /** `GET gpusched/api/pipelines/{id}`: the steps (jobs, in step order) and the edges [from, to]. */

@@ -101,6 +101,12 @@ export function makeJob(
     reason: '',
     preemptible: false,
     max_runtime: null,
+    runtime_estimate: {
+      seconds: null,
+      source: null,
+      basis: null,
+      samples: null
+    },
     allocation: [],
     borrowed: false,
     attempts: 0,

@@ -1,4 +1,4 @@
-import { hasOutput, outputFileName, statusText } from '../format';
+import { expectedRun, hasOutput, outputFileName, statusText } from '../format';
 
 describe('statusText', () => {
   const cluster = { free_gpus: 3, total_gpus: 4 };
@@ -73,5 +73,45 @@ describe('pipelines in the status bar', () => {
     expect(statusText({ running: 0, starting: 0, queued: 0 }, null)).toBe(
       'GPU jobs: 0 running, 0 queued'
     );
+  });
+});
+
+describe('expectedRun', () => {
+  const learned = {
+    seconds: 720,
+    source: 'learned' as const,
+    basis: 'owner+notebook+gpus' as const,
+    samples: 5
+  };
+
+  it('says a learned estimate in minutes, and what it was learned from', () => {
+    expect(expectedRun(learned)).toEqual({
+      text: 'expected run ~12 min (learned)',
+      detail: 'from 5 runs of this notebook'
+    });
+    expect(
+      expectedRun({ ...learned, seconds: 7200, basis: 'tenant', samples: 3 })
+    ).toEqual({
+      text: 'expected run ~2.0 h (learned)',
+      detail: "from 3 runs of this tenant's jobs"
+    });
+    expect(expectedRun({ ...learned, seconds: 10 })?.text).toBe(
+      'expected run ~1 min (learned)'
+    );
+  });
+
+  it('says nothing for a max_runtime or an unknown estimate', () => {
+    expect(
+      expectedRun({
+        seconds: 600,
+        source: 'max_runtime',
+        basis: null,
+        samples: null
+      })
+    ).toBeNull();
+    expect(
+      expectedRun({ seconds: null, source: null, basis: null, samples: null })
+    ).toBeNull();
+    expect(expectedRun(undefined)).toBeNull();
   });
 });

@@ -15,6 +15,7 @@ const detail: IJobDetail = {
   reason: '',
   preemptible: true,
   max_runtime: 600,
+  runtime_estimate: { seconds: null, source: null, basis: null, samples: null },
   allocation: [],
   borrowed: false,
   attempts: 1,

@@ -12,6 +12,7 @@ import * as React from 'react';
 import { GPUSchedAPI } from '../api';
 import {
   elapsedSeconds,
+  expectedRun,
   formatDuration,
   hasOutput,
   notebookName
@@ -174,6 +175,13 @@ function JobSummary(props: {
     ],
     ['Spot / preemptible', job.preemptible ? 'yes' : 'no']
   ];
+  const expected = expectedRun(job.runtime_estimate);
+  if (expected) {
+    settings.splice(settings.length - 1, 0, [
+      'Expected run',
+      `${expected.text.replace(/^expected run /, '')}, ${expected.detail}`
+    ]);
+  }
   const params = Object.entries(job.parameters ?? {});
   return (
     <div className="jp-GPUSched-jobSummaryBody">
@@ -186,6 +194,11 @@ function JobSummary(props: {
           {job.state}
         </span>
         {eta && <span className="jp-GPUSched-eta">{eta}</span>}
+        {expected && !ended && (
+          <span className="jp-GPUSched-expectedRun" title={expected.detail}>
+            {expected.text}
+          </span>
+        )}
       </div>
       {job.message && <p className="jp-GPUSched-jobMessage">{job.message}</p>}
       <div
