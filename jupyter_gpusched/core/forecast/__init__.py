@@ -33,13 +33,14 @@ from .fitting import MIN_PROPHET_S, MIN_WEEKLY_S, fit
 from .models import BASELINES, DEFAULT_INTERVAL, MODELS, Fitted
 from .report import forecast_report, skill_summary
 from .select import Forecast, choose_model, fit_model, forecast
-from .selection import AUTO, CANDIDATES, ENSEMBLE, SelectedModel, Selection, evaluate, select
+from .selection import AUTO, CANDIDATES, ENSEMBLE, UNCHANGED, SelectedModel, Selection, evaluate, select
 from .series import DAY, DEFAULT_STEP_S, WEEK, Series, regularize, season_steps
 
 __all__ = [
     "AUTO",
     "CANDIDATES",
     "ENSEMBLE",
+    "UNCHANGED",
     "SelectedModel",
     "Selection",
     "evaluate",
