@@ -223,9 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--origins", type=int, default=50, help="origins per series and horizon (default 50)")
     p.add_argument("--all-models", action="store_true", help="also score every candidate model on its own")
     p.add_argument("--also", default="", help="comma-separated models to score on their own too (e.g. latest,revert)")
-    p.add_argument(
-        "--no-unchanged", action="store_true", help="leave out `unchanged` (the selection without revert)"
-    )
+    p.add_argument("--no-unchanged", action="store_true", help="leave out `unchanged` (the selection without revert)")
     p.add_argument("--jobs", type=int, default=1, help="series evaluated in parallel processes (default 1)")
     p.add_argument("--json", help="write every figure here")
     args = p.parse_args(argv)

@@ -98,9 +98,10 @@ class RevertModel(LatestModel):
                 base = target - now[idx, None]  # the latest value's error, sign: actual - forecast
                 d = diff[idx, None]
                 grid = np.linspace(0.0, MAX_WEIGHT, GRID)
-                counts = np.sum(~np.isnan(base), axis=0)
-                mae = np.stack([np.nanmean(np.abs(base - g * d), axis=0) if len(idx) else base[0] for g in grid])
-                best = np.argmin(np.nan_to_num(mae, nan=math.inf), axis=0)  # first (smallest) weight on a tie
+                ok = ~np.isnan(base)
+                counts = ok.sum(axis=0)
+                sae = np.stack([np.where(ok, np.abs(base - g * d), 0.0).sum(axis=0) for g in grid])
+                best = np.argmin(sae, axis=0)  # the first (smallest) weight on a tie
                 w = np.where(counts >= MIN_ORIGINS, grid[best], 0.0)
                 errors = base - w[None, :] * d
         self._weights, self._errors, self._fitted_for = w, errors, horizon
