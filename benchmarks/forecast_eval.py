@@ -6,11 +6,18 @@ ensemble, fits it on that window and forecasts; it is scored against what happen
 the two baselines (seasonal-naive: same time yesterday; last-value: the last 10-minute mean
 held). All through `core.forecast.evaluate` (the evaluation `forecast-eval` prints too).
 
-Choice set (every default and threshold was chosen on these): the 16 Helios Earth VCs
+Next to ``auto``: ``unchanged``, the selection as it was before the ``revert`` model (without
+it, the latest demand its default), so one run measures the gain side by side; `--also` adds
+named models scored on their own (e.g. ``--also latest,revert``).
+
+Choice set (every default and threshold was chosen on these): 12 of the 16 Helios Earth VCs
 (../shared/traces/sensetime_helios_2020/earth_vcs/), May 2020, GPUs requested (running +
 pending) on 10-minute means; 50 origins spread evenly from day 7 to the last with 24 hours
 after it (the same origins at both horizons), each model fitted on up to the 14 days before
-its origin.
+its origin. `HELD_OUT_VCS` (4 VCs, marked * in the table) run the same way and are summarized
+apart: no threshold was tuned on them while ``revert`` was built (its cap of 0.25 and its
+week's mean come from an earlier experiment that looked at all 16, so they are held out
+from the tuning here, not from every look).
 
 Held out (never used for a choice; reported separately): the Alibaba GenAI queue size and
 QPS (generative: summed over pods; API) on 10-minute means (22.8 h: 1 h only, origins from
@@ -18,7 +25,7 @@ hour 8, fits on everything before), and the Helios Earth and Venus GPUs per VC p
 days; the 24-hour forecast is one step; origins from day 30, fits on up to 60 days; VCs whose
 count never changes have no MASE and are left out).
 
-    .venv/bin/python benchmarks/forecast_eval.py --jobs 2             # everything
+    .venv/bin/python benchmarks/forecast_eval.py --jobs 2 --also latest,revert   # everything
     .venv/bin/python benchmarks/forecast_eval.py --set helios --origins 12 --vcs vc6YE,vcMod
     .venv/bin/python benchmarks/forecast_eval.py --set heldout --json out.json
 """

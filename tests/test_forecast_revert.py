@@ -126,6 +126,10 @@ def test_revert_is_a_candidate_and_the_selections_default_and_unchanged_is_witho
     s = reverting(9)
     sel = F.select(s, 0, len(s), 144)
     assert sel is not None and "revert" in sel.mase and sel.default == "revert"
+    # under a week of history there is no week's mean: not a candidate, and the latest value is the default
+    short = F.select(s, 0, 5 * 144, 6)
+    assert short is not None and "revert" not in short.mase and short.model != "revert"
+    assert short.default == "latest"
     served: list[str] = []
     unchanged: list[str] = []
     bt = F.evaluate(

@@ -27,11 +27,12 @@ import numpy as np
 from .models import LatestModel, last_valid
 from .series import WEEK
 
-__all__ = ["GRID", "MAX_WEIGHT", "MIN_ORIGINS", "RevertModel"]
+__all__ = ["GRID", "MAX_WEIGHT", "MIN_ORIGINS", "MIN_REVERT_S", "RevertModel"]
 
 MAX_WEIGHT = 0.25  # the most the week's mean may pull the forecast, at any lead time
 GRID = 11  # weights tried: 0, 0.025, ..., 0.25
 MIN_ORIGINS = 12  # a lead time with fewer training origins keeps weight 0 (the latest value)
+MIN_REVERT_S = WEEK  # the selection offers `revert` only on a window of a week or more: its mean is a week's
 
 
 def _ffill(y: np.ndarray) -> np.ndarray:

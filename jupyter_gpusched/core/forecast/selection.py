@@ -29,6 +29,7 @@ import numpy as np
 from .backtest import BacktestResult, backtest
 from .fitting import MIN_PROPHET_S, MIN_WEEKLY_S, fit_with_fallback
 from .models import BASELINES, DEFAULT_INTERVAL, Fitted
+from .revert import MIN_REVERT_S
 from .series import DAY, Series, season_steps
 
 __all__ = [
@@ -155,6 +156,7 @@ def select(
         if c == force
         or not (c.startswith("prophet") and (fit_s < MIN_WEEKLY_S or not seasonal))
         and not (c == "seasonal-naive" and (fit_s < DAY or not seasonal))
+        and not (c == "revert" and (hi - lo) * step < MIN_REVERT_S)  # the week's mean needs a week
     ]
     window = series.head(hi)  # nothing after the window
     bt = backtest(
