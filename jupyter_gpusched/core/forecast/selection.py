@@ -4,7 +4,8 @@
 (`SELECT_SPAN_S`; one origin an hour, each candidate fitted once on what came before the
 first origin and run forward over the data up to each origin), adds the median of the best
 `ENSEMBLE_SIZE` candidates, and picks the lowest mean MASE; a challenger replaces the
-default (`DEFAULT_MODEL`, the latest demand held) only when it beats it by `SELECT_MARGIN` on
+default (`DEFAULT_MODEL`, ``revert``: the latest demand pulled toward the week's mean; the
+latest demand held where the window is under a week) only when it beats it by `SELECT_MARGIN` on
 average and at two origins in three, because a few days of origins rank close models by chance. Prophet is a candidate once
 the candidates' fit window spans two weeks (its weekly season; on a shorter window its daily
 shape is what seasonal-naive and the ensemble already offer, at a tenth of the cost). `SelectedModel` is the served
