@@ -6,11 +6,18 @@ ensemble, fits it on that window and forecasts; it is scored against what happen
 the two baselines (seasonal-naive: same time yesterday; last-value: the last 10-minute mean
 held). All through `core.forecast.evaluate` (the evaluation `forecast-eval` prints too).
 
-Choice set (every default and threshold was chosen on these): the 16 Helios Earth VCs
+Next to ``auto``: ``unchanged``, the selection as it was before the ``revert`` model (without
+it, the latest demand its default), so one run measures the gain side by side; `--also` adds
+named models scored on their own (e.g. ``--also latest,revert``).
+
+Choice set (every default and threshold was chosen on these): 12 of the 16 Helios Earth VCs
 (../shared/traces/sensetime_helios_2020/earth_vcs/), May 2020, GPUs requested (running +
 pending) on 10-minute means; 50 origins spread evenly from day 7 to the last with 24 hours
 after it (the same origins at both horizons), each model fitted on up to the 14 days before
-its origin.
+its origin. `HELD_OUT_VCS` (4 VCs, marked * in the table) run the same way and are summarized
+apart: no threshold was tuned on them while ``revert`` was built (its cap of 0.25 and its
+week's mean come from an earlier experiment that looked at all 16, so they are held out
+from the tuning here, not from every look).
 
 Held out (never used for a choice; reported separately): the Alibaba GenAI queue size and
 QPS (generative: summed over pods; API) on 10-minute means (22.8 h: 1 h only, origins from
@@ -18,7 +25,7 @@ hour 8, fits on everything before), and the Helios Earth and Venus GPUs per VC p
 days; the 24-hour forecast is one step; origins from day 30, fits on up to 60 days; VCs whose
 count never changes have no MASE and are left out).
 
-    .venv/bin/python benchmarks/forecast_eval.py --jobs 2             # everything
+    .venv/bin/python benchmarks/forecast_eval.py --jobs 2 --also latest,revert   # everything
     .venv/bin/python benchmarks/forecast_eval.py --set helios --origins 12 --vcs vc6YE,vcMod
     .venv/bin/python benchmarks/forecast_eval.py --set heldout --json out.json
 """
@@ -45,6 +52,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TRACES = ROOT.parent / "shared" / "traces"
 BASE = ("seasonal-naive", "last-value")
 DAY_STEPS = 144
+# Helios VCs kept out of every design choice of the `revert` model and its place as the
+# selection's default (reported on their own; chosen before any of them was looked at)
+HELD_OUT_VCS = ("vcJLV", "vcSoL", "vcdI0", "vcvlY")
 
 
 def helios_vcs(traces: Path, only: set[str] | None) -> list[tuple[str, F.Series]]:
@@ -89,9 +99,12 @@ def evaluate_one(name, s, horizons, train, first, count, models):
     out = {}
     for label, h in horizons.items():
         served: list[str] = []
-        bt = F.evaluate(s, h, models, train=train, origins=origins, fits_cache=cache, served=served)
+        unchanged: list[str] = []
+        bt = F.evaluate(
+            s, h, models, train=train, origins=origins, fits_cache=cache, served=served, served_unchanged=unchanged
+        )
         bt.points.clear()
-        out[label] = (bt, Counter(served))
+        out[label] = (bt, Counter(served), Counter(unchanged))
     print(f"  {name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     return name, out
 
@@ -111,50 +124,93 @@ def run_set(series, horizons, train, first, count, models, jobs) -> dict:
     return out
 
 
-def table(label: str, results: dict, models) -> tuple[str, dict]:
-    rows, ratios, wins, cov, meds = [], [], 0, [], {m: [] for m in models}
-    for name, (bt, served) in results.items():
-        ms = bt.models
-        better = min(ms[b].mase for b in BASE)
-        a = ms["auto"].mase
-        ratio = a / better if better > 0 and math.isfinite(a) else math.nan
-        for m in models:
-            meds[m].append(ms[m].mase)
-        if math.isfinite(ratio):
-            ratios.append(ratio)
-            wins += ratio < 1
-        cov.append(ms["auto"].raw_coverage)
-        top = ", ".join(f"{k} {v}" for k, v in served.most_common(3))
-        rows.append(
-            [name]
-            + [_fmt(ms[m].mase) for m in models]
-            + [_fmt(ratio), _fmt(ms["auto"].mase_median), _fmt(ms["auto"].mase_worst), _fmt(ms["auto"].raw_coverage, 2)]
-            + [str(len(bt.origins)), top]
-        )
-    med = lambda xs: statistics.median([x for x in xs if math.isfinite(x)]) if xs else math.nan  # noqa: E731
-    mean = lambda xs: statistics.fmean([x for x in xs if math.isfinite(x)]) if xs else math.nan  # noqa: E731
-    rows.append(
-        ["median"] + [_fmt(med(meds[m])) for m in models] + [_fmt(med(ratios)), "", "", _fmt(mean(cov), 2), "", ""]
-    )
-    header = ["series", *(f"MASE {m}" for m in models), "auto/best base", "origin median", "origin worst"]
-    header += ["in 80% band", "origins", "served (origins)"]
-    summary = {
-        "median_mase": {m: med(meds[m]) for m in models},
-        "wins_vs_better_baseline": wins,
-        "series": len(ratios),
-        "worst_ratio_to_better_baseline": max(ratios) if ratios else math.nan,
-        "band_coverage_mean": mean(cov),
-        "band_coverage_min": min((c for c in cov if math.isfinite(c)), default=math.nan),
-        "band_coverage_max": max((c for c in cov if math.isfinite(c)), default=math.nan),
-    }
-    s = summary
-    text = _grid(header, rows) + (
-        f"\n\n{label}: served median MASE {_fmt(s['median_mase']['auto'])} vs seasonal-naive "
-        f"{_fmt(s['median_mase']['seasonal-naive'])}, last-value {_fmt(s['median_mase']['last-value'])}; "
-        f"beats the better baseline on {wins}/{len(ratios)}; worst ratio to the better baseline "
+def _med(xs):
+    xs = [x for x in xs if math.isfinite(x)]
+    return statistics.median(xs) if xs else math.nan
+
+
+def _mean(xs):
+    xs = [x for x in xs if math.isfinite(x)]
+    return statistics.fmean(xs) if xs else math.nan
+
+
+def _ratio(ms, m: str) -> float:
+    better = min(ms[b].mase for b in BASE)
+    a = ms[m].mase
+    return a / better if better > 0 and math.isfinite(a) else math.nan
+
+
+def summarize(results: dict, models) -> dict:
+    """The issue's three numbers (and the band) for `auto` and, when run, `unchanged`."""
+    out: dict = {"median_mase": {m: _med([bt.models[m].mase for bt, *_ in results.values()]) for m in models}}
+    for m in ("auto", F.UNCHANGED):
+        if m not in models:
+            continue
+        ratios = [r for bt, *_ in results.values() if math.isfinite(r := _ratio(bt.models, m))]
+        cov = [c for bt, *_ in results.values() if math.isfinite(c := bt.models[m].raw_coverage)]
+        key = "" if m == "auto" else f"{m}_"
+        out[f"{key}wins_vs_better_baseline"] = sum(r < 1 for r in ratios)
+        out[f"{key}series"] = len(ratios)
+        out[f"{key}worst_ratio_to_better_baseline"] = max(ratios) if ratios else math.nan
+        out[f"{key}band_coverage_mean"] = _mean(cov)
+        out[f"{key}band_coverage_min"] = min(cov, default=math.nan)
+        out[f"{key}band_coverage_max"] = max(cov, default=math.nan)
+    return out
+
+
+def summary_line(label: str, s: dict, models) -> str:
+    mm = s["median_mase"]
+    text = (
+        f"{label}: served median MASE {_fmt(mm['auto'])} vs seasonal-naive {_fmt(mm['seasonal-naive'])}, "
+        f"last-value {_fmt(mm['last-value'])}; beats the better baseline on "
+        f"{s['wins_vs_better_baseline']}/{s['series']}; worst ratio to the better baseline "
         f"{_fmt(s['worst_ratio_to_better_baseline'])}; 80% band holds {_fmt(s['band_coverage_mean'], 2)} "
         f"(series range {_fmt(s['band_coverage_min'], 2)}-{_fmt(s['band_coverage_max'], 2)})"
     )
+    if F.UNCHANGED in models:
+        text += (
+            f"\n{' ' * len(label)}  unchanged (without revert): median MASE {_fmt(mm[F.UNCHANGED])}; beats the better "
+            f"baseline on {s['unchanged_wins_vs_better_baseline']}/{s['unchanged_series']}; worst ratio "
+            f"{_fmt(s['unchanged_worst_ratio_to_better_baseline'])}; 80% band holds "
+            f"{_fmt(s['unchanged_band_coverage_mean'], 2)}"
+        )
+    return text
+
+
+def table(label: str, results: dict, models, held_out: tuple[str, ...] = ()) -> tuple[str, dict]:
+    """The per-series table and its summary; with `held_out`, summaries for the whole set,
+    the series chosen on and the held-out ones (marked * in the table) apart."""
+    rows = []
+    for name, (bt, served, *rest) in results.items():
+        ms = bt.models
+        top = ", ".join(f"{k} {v}" for k, v in served.most_common(3))
+        row = [name + ("*" if name in held_out else "")] + [_fmt(ms[m].mase) for m in models]
+        row += [_fmt(_ratio(ms, "auto"))]
+        if F.UNCHANGED in models:
+            row += [_fmt(_ratio(ms, F.UNCHANGED))]
+        row += [_fmt(ms["auto"].mase_median), _fmt(ms["auto"].mase_worst), _fmt(ms["auto"].raw_coverage, 2)]
+        row += [str(len(bt.origins)), top]
+        if F.UNCHANGED in models and rest:
+            row += [", ".join(f"{k} {v}" for k, v in rest[0].most_common(2))]
+        rows.append(row)
+    summary = summarize(results, models)
+    ratios = [r for bt, *_ in results.values() if math.isfinite(r := _ratio(bt.models, "auto"))]
+    foot = ["median"] + [_fmt(summary["median_mase"][m]) for m in models] + [_fmt(_med(ratios))]
+    if F.UNCHANGED in models:
+        foot += [_fmt(_med([_ratio(bt.models, F.UNCHANGED) for bt, *_ in results.values()]))]
+    foot += ["", "", _fmt(summary["band_coverage_mean"], 2), "", ""] + ([""] if F.UNCHANGED in models else [])
+    rows.append(foot)
+    header = ["series", *(f"MASE {m}" for m in models), "auto/best base"]
+    header += ["unchanged/best base"] if F.UNCHANGED in models else []
+    header += ["origin median", "origin worst", "in 80% band", "origins", "served (origins)"]
+    header += ["unchanged served"] if F.UNCHANGED in models else []
+    text = _grid(header, rows) + "\n\n" + summary_line(label, summary, models)
+    if held_out:
+        seen = {k: v for k, v in results.items() if k not in held_out}
+        out = {k: v for k, v in results.items() if k in held_out}
+        summary = {"all": summary, "choice": summarize(seen, models), "held_out": summarize(out, models)}
+        text += "\n" + summary_line(f"{label}, the {len(seen)} chosen on", summary["choice"], models)
+        text += "\n" + summary_line(f"{label}, HELD OUT {', '.join(out)}", summary["held_out"], models)
     return text, summary
 
 
@@ -173,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vcs", help="comma-separated Helios VC names (default: all 16)")
     p.add_argument("--origins", type=int, default=50, help="origins per series and horizon (default 50)")
     p.add_argument("--all-models", action="store_true", help="also score every candidate model on its own")
+    p.add_argument("--also", default="", help="comma-separated models to score on their own too (e.g. latest,revert)")
+    p.add_argument("--no-unchanged", action="store_true", help="leave out `unchanged` (the selection without revert)")
     p.add_argument("--jobs", type=int, default=1, help="series evaluated in parallel processes (default 1)")
     p.add_argument("--json", help="write every figure here")
     args = p.parse_args(argv)
@@ -180,7 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     if not traces.is_dir():
         print(f"traces not found at {traces}", file=sys.stderr)
         return 2
-    models = ("auto", *(F.CANDIDATES if args.all_models else ()), *BASE)
+    also = tuple(m for m in args.also.split(",") if m)
+    unknown = [m for m in also if m not in (*F.MODELS, F.ENSEMBLE)]
+    if unknown:
+        p.error(f"unknown model(s) {', '.join(unknown)}; use some of {', '.join(F.MODELS)}, ensemble")
+    unchanged = () if args.no_unchanged else (F.UNCHANGED,)
+    models = ("auto", *unchanged, *(F.CANDIDATES if args.all_models else ()), *also, *BASE)
     models = tuple(dict.fromkeys(models))
     wall0 = time.perf_counter()
     doc: dict = {"summary": {}}
@@ -188,15 +251,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.set in ("all", "helios"):
         only = set(args.vcs.split(",")) if args.vcs else None
         sets.append(
-            ("Helios Earth VCs (choice set)", helios_vcs(traces, only), {"1 h": 6, "24 h": 144}, 14 * 144, 7 * 144)
+            ("Helios Earth VCs", helios_vcs(traces, only), {"1 h": 6, "24 h": 144}, 14 * 144, 7 * 144, HELD_OUT_VCS)
         )
     if args.set in ("all", "heldout"):
-        sets.append(("HELD OUT: Alibaba GenAI, 10-min", genai_series(traces), {"1 h": 6}, None, 48))
-        sets.append(("HELD OUT: Helios GPUs per VC per day", gpu_number_series(traces), {"24 h": 1}, 60, 30))
-    for title, series, horizons, train, first in sets:
+        sets.append(("HELD OUT: Alibaba GenAI, 10-min", genai_series(traces), {"1 h": 6}, None, 48, ()))
+        sets.append(("HELD OUT: Helios GPUs per VC per day", gpu_number_series(traces), {"24 h": 1}, 60, 30, ()))
+    for title, series, horizons, train, first, held in sets:
         res = run_set(series, horizons, train, first, args.origins, models, args.jobs)
         for label in horizons:
-            text, summary = table(label, res[label], models)
+            text, summary = table(label, res[label], models, held)
             print(f"\n### {title}, {label} ahead\n")
             print(text)
             doc["summary"][f"{title} {label}"] = summary

@@ -1,4 +1,5 @@
-"""GPU-demand forecasting: a model set (the latest demand, ETS and Theta on statsmodels,
+"""GPU-demand forecasting: a model set (the latest demand, the latest demand pulled toward
+the week's mean, ETS and Theta on statsmodels,
 Prophet, the seasonal-naive and last-value baselines, a median ensemble), selected per series
 and per horizon by a backtest on the history alone, with rolling-origin evaluations so every
 forecast can show its own skill.
@@ -13,13 +14,14 @@ Resolution. Demand is recorded per minute; every model works on **10-minute mean
 stood at its end.
 
 ``auto`` (`selection`): hourly origins over the last 6 days of the history, every candidate
-fitted on what came before them; the lowest backtest MASE wins, but the latest demand held
-stays unless a challenger is 5% better and better at two origins in three. The served model's
+fitted on what came before them; the lowest backtest MASE wins, but the default (``revert``
+once the window spans a week, else the latest demand held) stays unless a challenger is 5%
+better and better at two origins in three. The served model's
 band is the 10th-90th percentile of its own backtest errors per lead time (split conformal).
 Too little history to select (under 6 hours plus the horizon): the latest demand, held.
 
 Modules: `series` (the grid), `models` (the fitted-model interface and the simple models),
-`statistical` (ETS, Theta), `prophet` (the Prophet adapter), `fitting` (a model by name, with
+`revert` (the latest demand pulled toward the week's mean), `statistical` (ETS, Theta), `prophet` (the Prophet adapter), `fitting` (a model by name, with
 fallbacks), `backtest` (the one evaluation: MASE, sMAPE, coverage, spread origins), `selection`
 (`select`, the served `SelectedModel`, `evaluate`), `select` (fallbacks, `fit_model`,
 `forecast`), `report` (what the REST API returns). Every name is re-exported here:
@@ -33,13 +35,14 @@ from .fitting import MIN_PROPHET_S, MIN_WEEKLY_S, fit
 from .models import BASELINES, DEFAULT_INTERVAL, MODELS, Fitted
 from .report import forecast_report, skill_summary
 from .select import Forecast, choose_model, fit_model, forecast
-from .selection import AUTO, CANDIDATES, ENSEMBLE, SelectedModel, Selection, evaluate, select
+from .selection import AUTO, CANDIDATES, ENSEMBLE, UNCHANGED, SelectedModel, Selection, evaluate, select
 from .series import DAY, DEFAULT_STEP_S, WEEK, Series, regularize, season_steps
 
 __all__ = [
     "AUTO",
     "CANDIDATES",
     "ENSEMBLE",
+    "UNCHANGED",
     "SelectedModel",
     "Selection",
     "evaluate",

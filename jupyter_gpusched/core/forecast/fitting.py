@@ -7,6 +7,7 @@ import time
 
 from .models import MODELS, Fitted, LastValueModel, LatestModel, MeanModel, SeasonalNaiveModel
 from .prophet import ProphetModel
+from .revert import RevertModel
 from .series import DAY, WEEK, Series, season_steps
 from .statistical import EtsModel, ThetaModel
 
@@ -18,6 +19,7 @@ _SIMPLE = {
     "seasonal-naive": SeasonalNaiveModel,
     "last-value": LastValueModel,
     "latest": LatestModel,
+    "revert": RevertModel,
     "mean": MeanModel,
     "ets": EtsModel,
     "theta": ThetaModel,

@@ -4,7 +4,8 @@
 (`SELECT_SPAN_S`; one origin an hour, each candidate fitted once on what came before the
 first origin and run forward over the data up to each origin), adds the median of the best
 `ENSEMBLE_SIZE` candidates, and picks the lowest mean MASE; a challenger replaces the
-default (`DEFAULT_MODEL`, the latest demand held) only when it beats it by `SELECT_MARGIN` on
+default (`DEFAULT_MODEL`, ``revert``: the latest demand pulled toward the week's mean; the
+latest demand held where the window is under a week) only when it beats it by `SELECT_MARGIN` on
 average and at two origins in three, because a few days of origins rank close models by chance. Prophet is a candidate once
 the candidates' fit window spans two weeks (its weekly season; on a shorter window its daily
 shape is what seasonal-naive and the ensemble already offer, at a tenth of the cost). `SelectedModel` is the served
@@ -29,6 +30,7 @@ import numpy as np
 from .backtest import BacktestResult, backtest
 from .fitting import MIN_PROPHET_S, MIN_WEEKLY_S, fit_with_fallback
 from .models import BASELINES, DEFAULT_INTERVAL, Fitted
+from .revert import MIN_REVERT_S
 from .series import DAY, Series, season_steps
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "ENSEMBLE_SIZE",
     "SELECT_MARGIN",
     "SELECT_SPAN_S",
+    "UNCHANGED",
     "SelectedModel",
     "Selection",
     "evaluate",
@@ -49,9 +52,11 @@ __all__ = [
 
 AUTO = "auto"
 ENSEMBLE = "ensemble"
-CANDIDATES = ("latest", "prophet-ar", "ets", "seasonal-naive", "last-value")
-DEFAULT_MODEL = "latest"
+CANDIDATES = ("revert", "latest", "prophet-ar", "ets", "seasonal-naive", "last-value")
+DEFAULT_MODEL = "revert"  # the latest demand pulled toward the week's mean (core.forecast.revert)
+UNCHANGED = "unchanged"  # the selection before `revert`: without it, the latest demand the default
 SELECT_MARGIN = 0.05  # a challenger must backtest 5% better than the default to be served
+_BEFORE_REVERT = tuple(c for c in CANDIDATES if c != "revert")
 ENSEMBLE_SIZE = 3
 SELECT_SPAN_S = 6 * DAY  # the selection backtests on the last 6 days of the training window
 SELECT_EVERY_S = 3600.0  # one selection origin an hour
@@ -78,13 +83,14 @@ class Selection:
     errors: np.ndarray  # the served model's backtest errors (origins x horizon): the band
     forced: bool = False  # asked for by name rather than selected
     left_out: dict[str, str] = field(default_factory=dict)  # candidate -> why it could not run
+    default: str = DEFAULT_MODEL  # what is served unless a challenger clearly beats it
 
     @property
     def why(self) -> str:
         f = lambda x: "n/a" if not math.isfinite(x) else f"{x:.2f}"  # noqa: E731
         base = ", ".join(f"{b} {f(self.mase.get(b, math.nan))}" for b in BASELINES if b != self.model)
         what = f"median of {', '.join(self.members)}" if self.model == ENSEMBLE else self.model
-        if self.model == DEFAULT_MODEL:
+        if self.model == self.default:
             what += (
                 f" (the default; a challenger must backtest {SELECT_MARGIN:.0%} better on average"
                 " and better at 2 origins in 3)"
@@ -126,6 +132,7 @@ def select(
     candidates: Sequence[str] = CANDIDATES,
     cache: dict | None = None,
     force: str | None = None,
+    default: str = DEFAULT_MODEL,
 ) -> Selection | None:
     """Backtest `candidates` on `series.values[lo:hi]` at `horizon` and pick the best (or the
     ensemble of the best few); `force` serves that candidate whatever the ranking (a model
@@ -150,6 +157,7 @@ def select(
         if c == force
         or not (c.startswith("prophet") and (fit_s < MIN_WEEKLY_S or not seasonal))
         and not (c == "seasonal-naive" and (fit_s < DAY or not seasonal))
+        and not (c == "revert" and (hi - lo) * step < MIN_REVERT_S)  # the week's mean needs a week
     ]
     window = series.head(hi)  # nothing after the window
     bt = backtest(
@@ -181,8 +189,10 @@ def select(
     per_origin = {m: bt.models[m].per_origin for m in bt.models}
     if ENSEMBLE in points:
         per_origin[ENSEMBLE] = np.nanmean(np.abs(bt.actual - points[ENSEMBLE]), axis=1) / bt.scales
-    if best != DEFAULT_MODEL and not _beats_default(best, scores, per_origin):
-        best = DEFAULT_MODEL
+    if default not in scores:
+        default = "latest" if "latest" in scores else best
+    if best != default and not _beats_default(best, default, scores, per_origin):
+        best = default
     if force is not None and force in points:
         best = force
     return Selection(
@@ -195,18 +205,19 @@ def select(
         errors=bt.actual - points[best],
         forced=force is not None and best == force,
         left_out=dict(bt.notes),
+        default=default,
     )
 
 
-def _beats_default(name: str, scores: dict[str, float], per_origin: dict[str, np.ndarray]) -> bool:
+def _beats_default(name: str, default_name: str, scores: dict[str, float], per_origin: dict[str, np.ndarray]) -> bool:
     """A challenger is served only when it backtests `SELECT_MARGIN` better than the default
     on average and better at `SELECT_CONSISTENCY` of the origins (not by one lucky day)."""
-    default = scores.get(DEFAULT_MODEL, math.nan)
+    default = scores.get(default_name, math.nan)
     if not math.isfinite(default):
         return True
     if scores[name] > (1 - SELECT_MARGIN) * default:
         return False
-    a, d = per_origin[name], per_origin[DEFAULT_MODEL]
+    a, d = per_origin[name], per_origin[default_name]
     ok = np.isfinite(a) & np.isfinite(d)
     return bool(ok.any()) and float(np.mean(a[ok] < d[ok])) >= SELECT_CONSISTENCY
 
@@ -251,12 +262,21 @@ class SelectedModel(Fitted):
 
 
 def fit_selected(
-    series: Series, lo: int, hi: int, horizon: int, cache: dict | None = None, force: str | None = None
+    series: Series,
+    lo: int,
+    hi: int,
+    horizon: int,
+    cache: dict | None = None,
+    force: str | None = None,
+    candidates: Sequence[str] = CANDIDATES,
+    default: str = DEFAULT_MODEL,
 ) -> tuple[SelectedModel | None, Selection | None]:
     """Select on `series.values[lo:hi]` at `horizon`, then fit the choice on the same window.
-    With `force` (a model asked for by name): that model, scored against the baselines."""
-    candidates = CANDIDATES if force in (None, ENSEMBLE) else tuple(dict.fromkeys((force, *BASELINES)))
-    sel = select(series, lo, hi, horizon, candidates, cache, force)
+    With `force` (a model asked for by name): that model, scored against the baselines.
+    `candidates` and `default` give another selection (the evaluation's ``unchanged``)."""
+    if force not in (None, ENSEMBLE):
+        candidates = tuple(dict.fromkeys((force, *BASELINES)))
+    sel = select(series, lo, hi, horizon, candidates, cache, force, default)
     if sel is None:
         return None, None
     return SelectedModel(series, lo, hi, sel, cache), sel
@@ -274,22 +294,29 @@ def evaluate(
     interval: float = DEFAULT_INTERVAL,
     fits_cache: dict | None = None,
     served: list[str] | None = None,
+    served_unchanged: list[str] | None = None,
 ) -> BacktestResult:
     """`backtest` at `count` origins spread over the whole series (after `first_origin`,
     default a week), every model fitted on the `train` steps before each origin; ``auto`` is
     the served forecast: selection plus fit, redone at every origin on that window only;
     ``ensemble`` the median of the best few candidates there, served whatever the ranking.
     Bands are the models' own (no calibration on the evaluation's origins). `served`, when
-    given, collects the model ``auto`` served at each fit."""
+    given, collects the model ``auto`` served at each fit. ``unchanged`` (`UNCHANGED`) is the
+    selection as it was before ``revert``: without it, the latest demand its default
+    (`served_unchanged` collects what it served), so a run shows the gain side by side."""
     cache = {} if fits_cache is None else fits_cache
 
     def fitter(name: str, s: Series, lo: int, hi: int, c: dict) -> tuple[Fitted, str]:
-        if name not in (AUTO, ENSEMBLE):
+        if name not in (AUTO, ENSEMBLE, UNCHANGED):
             return fit_with_fallback(name, "", s, lo, hi, c)
-        chosen, _ = fit_selected(s, lo, hi, horizon, c, force=None if name == AUTO else ENSEMBLE)
+        if name == UNCHANGED:
+            chosen, _ = fit_selected(s, lo, hi, horizon, c, None, _BEFORE_REVERT, "latest")
+        else:
+            chosen, _ = fit_selected(s, lo, hi, horizon, c, force=None if name == AUTO else ENSEMBLE)
         fitted: Fitted = chosen if chosen is not None else fit_with_fallback("latest", "", s, lo, hi, c)[0]
-        if served is not None and name == AUTO:
-            served.append(fitted.model)
+        log = served if name == AUTO else served_unchanged if name == UNCHANGED else None
+        if log is not None:
+            log.append(fitted.model)
         return fitted, ""
 
     return backtest(
