@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ... import __version__
 from ..base import BackendError
 from .config import KubernetesConfig
 
@@ -46,11 +47,15 @@ def _status_message(data: Any, fallback: str) -> tuple[str, str]:
     return fallback, ""
 
 
+# What the backend's requests carry as User-Agent, so an API server's audit log tells them from other clients'.
+USER_AGENT = f"jupyter-gpusched/{__version__} (kubernetes backend)"
+
+
 class Api:
     """A thin JSON client over the official client's ApiClient: dicts in, dicts out, no model objects
     (deserialising thousands of V1Job objects would cost more than the API server does)."""
 
-    def __init__(self, cfg: KubernetesConfig, pool_size: int = 16):
+    def __init__(self, cfg: KubernetesConfig, pool_size: int = 16, user_agent: str = USER_AGENT):
         try:
             from kubernetes import client, config
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -77,6 +82,7 @@ class Api:
         c.connection_pool_maxsize = pool_size
         self.host = c.host
         self.client = client.ApiClient(c)
+        self.client.user_agent = user_agent
         self.timeout = cfg.request_timeout
 
     def request(
