@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ... import __version__
 from ..base import BackendError
 from .config import KubernetesConfig
 
@@ -47,8 +46,17 @@ def _status_message(data: Any, fallback: str) -> tuple[str, str]:
     return fallback, ""
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jupyter-gpusched")
+    except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
+        return "dev"
+
+
 # What the backend's requests carry as User-Agent, so an API server's audit log tells them from other clients'.
-USER_AGENT = f"jupyter-gpusched/{__version__} (kubernetes backend)"
+USER_AGENT = f"jupyter-gpusched/{_version()} (kubernetes backend)"
 
 
 class Api:
