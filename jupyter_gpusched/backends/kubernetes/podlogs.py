@@ -176,6 +176,7 @@ class PodLogCopier:
         self._wake = threading.Condition(state.lock)
         self._queue: queue.SimpleQueue[tuple[str, PodLog, Path, bool]] = queue.SimpleQueue()
         self._waiting = 0  # fetches handed out and not yet taken by a worker
+        self._positions_lock = threading.Lock()  # (a gang's ranks are copied side by side into one job folder)
         self.stats = {"fetches": 0, "fetch_errors": 0, "bytes": 0, "in_flight": 0, "max_in_flight": 0}
         self.thread = threading.Thread(target=self._loop, name="gpusched-k8s-logs", daemon=True)
         self.workers = [
@@ -384,7 +385,8 @@ class PodLogCopier:
             stop = True
         if out:
             self._state.append_log(job_dir, bytes(out), self.cfg.max_log_bytes)
-            save_position(job_dir, key, since_ns, at_since, sec_bytes, pl.copied + len(out))
+            with self._positions_lock:
+                save_position(job_dir, key, since_ns, at_since, sec_bytes, pl.copied + len(out))
         saved = checkpoint_time(lines, time.time())
         with self._state.lock:
             t = self._state.tracked.get(pl.job_id)
