@@ -167,7 +167,8 @@ class Connection:
     @property
     def api(self) -> Api:
         if self._api is None:
-            self._api = Api(self.cfg, pool_size=self.cfg.workers + 2 * len(self.cfg.namespaces()) + 4)
+            size = self.cfg.workers + self.cfg.log_workers + 2 * len(self.cfg.namespaces()) + 4
+            self._api = Api(self.cfg, pool_size=size)
         return self._api
 
     def request(self, method: str, path: str, **kw: Any) -> Any:
