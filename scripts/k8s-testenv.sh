@@ -9,6 +9,10 @@
 #   scripts/k8s-testenv.sh apiserver stop|start [DIR]   stop / restart only the API server (outage tests)
 #   scripts/k8s-testenv.sh bindir           print the folder holding the binaries
 #
+# With GPUSCHED_K8S_AUDIT=1 at `start`, the API server writes an audit log (DIR/logs/audit.log, one JSON event per
+# line at level Metadata, with each request's userAgent; node leases and node status updates, the fake kubelets'
+# heartbeats, are left out): benchmarks/k8s_scale.py counts the backend's requests in it.
+#
 # Nothing is downloaded as a binary: everything is compiled with the local Go toolchain from the module proxy.
 # Binaries, module cache and build cache live under ${GPUSCHED_CACHE:-$HOME/.cache/jupyter-gpusched}/k8s, keyed
 # by version, so a warm machine rebuilds nothing. No binary is ever written into the repository.
@@ -239,10 +243,30 @@ wait_for() {  # wait_for SECONDS WHAT CMD...
   done
 }
 
+audit_args() {  # the API server's audit flags, with GPUSCHED_K8S_AUDIT=1 (see the top)
+  local dir="$1"
+  [[ "${GPUSCHED_K8S_AUDIT:-}" == 1 ]] || return 0
+  cat > "$dir/audit-policy.yaml" <<'POLICY'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  resources: [{group: coordination.k8s.io, resources: [leases]}]
+- level: None
+  resources: [{group: "", resources: [nodes/status]}]
+- level: Metadata
+POLICY
+  printf '%s\n' --audit-policy-file="$dir/audit-policy.yaml" --audit-log-path="$dir/logs/audit.log" \
+    --audit-log-mode=batch --audit-log-maxsize=0
+}
+
 start_apiserver() {
   local dir="$1"
   . "$dir/cluster.env"
-  launch kube-apiserver "$dir" "$BIN/kube-apiserver" \
+  local -a audit
+  mapfile -t audit < <(audit_args "$dir")
+  launch kube-apiserver "$dir" "$BIN/kube-apiserver" "${audit[@]}" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
     --tls-cert-file="$dir/pki/apiserver.crt" --tls-private-key-file="$dir/pki/apiserver.key" \

@@ -6,7 +6,7 @@ mean), `reconcile` (the workers; the start-up reconcile), `podlogs` (pod logs ->
 threads share), and `backend` (`KubernetesBackend`, wiring them into the Backend protocol).
 """
 
-from .api import Api, KubeApiError
+from .api import USER_AGENT, Api, KubeApiError
 from .backend import KubernetesBackend
 from .config import GPU_RESOURCE, KubernetesConfig
 from .manifests import INPUT_DIR, OUTPUT_DIR, build_manifests, manifest_yaml, placement_patch
@@ -23,6 +23,7 @@ __all__ = [
     "MANAGER",
     "OUTPUT_DIR",
     "Api",
+    "USER_AGENT",
     "KubeApiError",
     "KubernetesBackend",
     "KubernetesConfig",

@@ -46,11 +46,24 @@ def _status_message(data: Any, fallback: str) -> tuple[str, str]:
     return fallback, ""
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jupyter-gpusched")
+    except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
+        return "dev"
+
+
+# What the backend's requests carry as User-Agent, so an API server's audit log tells them from other clients'.
+USER_AGENT = f"jupyter-gpusched/{_version()} (kubernetes backend)"
+
+
 class Api:
     """A thin JSON client over the official client's ApiClient: dicts in, dicts out, no model objects
     (deserialising thousands of V1Job objects would cost more than the API server does)."""
 
-    def __init__(self, cfg: KubernetesConfig, pool_size: int = 16):
+    def __init__(self, cfg: KubernetesConfig, pool_size: int = 16, user_agent: str = USER_AGENT):
         try:
             from kubernetes import client, config
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -77,6 +90,7 @@ class Api:
         c.connection_pool_maxsize = pool_size
         self.host = c.host
         self.client = client.ApiClient(c)
+        self.client.user_agent = user_agent
         self.timeout = cfg.request_timeout
 
     def request(
@@ -153,7 +167,8 @@ class Connection:
     @property
     def api(self) -> Api:
         if self._api is None:
-            self._api = Api(self.cfg, pool_size=self.cfg.workers + 2 * len(self.cfg.namespaces()) + 4)
+            size = self.cfg.workers + self.cfg.log_workers + 2 * len(self.cfg.namespaces()) + 4
+            self._api = Api(self.cfg, pool_size=size)
         return self._api
 
     def request(self, method: str, path: str, **kw: Any) -> Any:

@@ -69,6 +69,7 @@ SETTINGS = {
         "workers",
         "copy_logs",
         "log_interval",
+        "log_workers",
         "max_log_bytes",
         "upload_url",
         "upload_interval",
@@ -139,6 +140,7 @@ class KubernetesBackend(Backend):
         True, config=True, help="Copy each pod's container log into the job's log (needs RBAC pods/log get)."
     )
     log_interval = Float(5.0, config=True, help="Seconds between log fetches of a running pod.")
+    log_workers = Int(4, config=True, help="Threads fetching pod logs side by side (copy_logs).")
     max_log_bytes = Int(
         DEFAULT_MAX_LOG_BYTES,
         config=True,
@@ -199,7 +201,7 @@ class KubernetesBackend(Backend):
         self._podlogs = PodLogCopier(self._state, self._conn, self.cfg)
         self._threads = list(self._reconciler.threads)
         if self.cfg.copy_logs:
-            self._threads.append(self._podlogs.thread)
+            self._threads.extend(self._podlogs.threads)
         self._started = False
         if start:
             self.start()
@@ -258,6 +260,11 @@ class KubernetesBackend(Backend):
     def stats(self) -> dict[str, int]:
         """API calls made: creates, patches, deletes, retries, api_errors."""
         return self._conn.stats
+
+    @property
+    def log_stats(self) -> dict[str, int]:
+        """The pod-log copy: fetches, fetch_errors, bytes fetched, in_flight and max_in_flight."""
+        return dict(self._podlogs.stats)
 
     # --- lifecycle ----------------------------------------------------------------------------------
     def _watcher(self, kind: str, path: str, selector: str | None) -> Watcher:

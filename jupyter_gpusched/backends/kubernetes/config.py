@@ -57,6 +57,7 @@ class KubernetesConfig:
     dry_run_on_submit: bool = True  # check each submission with a server-side dry run (2 API calls)
     copy_logs: bool = True  # copy each pod's container log into the job's log.txt (needs `pods/log` get)
     log_interval: float = 5.0  # seconds between log fetches of a running pod (and once more when it ends)
+    log_workers: int = 4  # threads fetching pod logs side by side (one pod's log is fetched by one at a time)
     log_limit_bytes: int = 256 * 1024  # limitBytes of one fetch
     log_max_bytes: int = 64 * 1024 * 1024  # per pod: past this much, the copy stops with a note
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES  # the job's whole log.txt (all its pods): past it, the head goes

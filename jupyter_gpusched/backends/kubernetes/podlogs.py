@@ -1,4 +1,5 @@
-"""Pod logs -> the job's log.txt: one thread copies each pod's container log (papermill's `--log-output`).
+"""Pod logs -> the job's log.txt: a pool of `log_workers` threads copies each pod's container log (papermill's
+`--log-output`); one dispatcher thread hands them the pods whose fetch is due, a pod to one worker at a time.
 
 Every `log_interval` seconds while the pod runs, and once more when it ends: `GET .../pods/NAME/log` with
 `timestamps=true`, `sinceTime` (the second of the last line copied; lines up to the last one copied are
@@ -16,6 +17,7 @@ import calendar
 import json
 import logging
 import math
+import queue
 import re
 import threading
 import time
@@ -55,6 +57,7 @@ class PodLog:
     header: bool = False  # the separator line was written
     failures: int = 0  # HTTP errors in a row (an unreachable API server is not counted)
     rank: str = ""  # a gang pod's rank: its lines are copied prefixed "[rank N] "
+    busy: bool = False  # handed to a worker: not due again until that fetch is over
 
 
 LOG_TS = re.compile(rb"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$")
@@ -171,7 +174,20 @@ class PodLogCopier:
         self._pods: dict[str, PodLog] = {}
         self._active: set[str] = set()
         self._wake = threading.Condition(state.lock)
+        self._queue: queue.SimpleQueue[tuple[str, PodLog, Path, bool]] = queue.SimpleQueue()
+        self._waiting = 0  # fetches handed out and not yet taken by a worker
+        self._positions_lock = threading.Lock()  # (a gang's ranks are copied side by side into one job folder)
+        self.stats = {"fetches": 0, "fetch_errors": 0, "bytes": 0, "in_flight": 0, "max_in_flight": 0}
         self.thread = threading.Thread(target=self._loop, name="gpusched-k8s-logs", daemon=True)
+        self.workers = [
+            threading.Thread(target=self._work, name=f"gpusched-k8s-logs-{i + 1}", daemon=True)
+            for i in range(max(1, int(cfg.log_workers)))
+        ]
+
+    @property
+    def threads(self) -> list[threading.Thread]:
+        """The dispatcher and its workers (what the backend starts and joins)."""
+        return [self.thread, *self.workers]
 
     def wake_all(self) -> None:
         """On close (lock held)."""
@@ -226,16 +242,21 @@ class PodLogCopier:
         """The pods whose log is due now (the oldest unfinished pod of each job first, so one attempt's lines
         are never mixed with the next one's), and when the next one is due (lock held)."""
         first: dict[tuple[str, str], tuple[tuple[bool, str, str], str, PodLog]] = {}
+        busy: set[tuple[str, str]] = set()
         for key in self._active:
             pl = self._pods[key]
-            if not pl.started:
+            if pl.busy:
+                busy.add((pl.job_id, pl.rank))
+            if not pl.started or pl.busy:
                 continue
             order = (not pl.final, pl.created, pl.name)  # (a Job runs one pod at a time: an ended one is older)
             cur = first.get((pl.job_id, pl.rank))  # (a gang's ranks run side by side)
             if cur is None or order < cur[0]:
                 first[(pl.job_id, pl.rank)] = (order, key, pl)
         due, nxt = [], math.inf
-        for _, key, pl in first.values():
+        for group, (_, key, pl) in first.items():
+            if group in busy:
+                continue  # one fetch of a job's (rank's) log at a time, so its lines stay in order
             t = self._state.tracked.get(pl.job_id)
             if t is None or t.job_dir is None:
                 self._done(key, pl)
@@ -247,21 +268,50 @@ class PodLogCopier:
         return due, nxt
 
     def _loop(self) -> None:
+        """The dispatcher: hands the due pods to the workers, each pod once until its fetch is over, and
+        looks again when the workers run short of work, a pod event wakes it, or the next pod is due."""
         while not self._state.stopping.is_set():
             with self._state.lock:
+                if self._waiting > len(self.workers):
+                    self._wake.wait(1.0)
+                    continue
                 due, nxt = self._due(time.monotonic())
                 if not due:
                     self._wake.wait(max(0.01, min(nxt - time.monotonic(), 1.0)))
                     continue
-            for key, pl, job_dir, final in due:
-                if self._state.stopping.is_set():
-                    return
-                try:
+                for item in due:
+                    item[1].busy = True
+                self._waiting += len(due)
+            for item in due:
+                self._queue.put(item)
+
+    def _work(self) -> None:
+        """A worker: one fetch at a time, from the dispatcher's queue."""
+        while not self._state.stopping.is_set():
+            try:
+                key, pl, job_dir, final = self._queue.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            with self._state.lock:
+                self._waiting -= 1
+                self.stats["in_flight"] += 1
+                self.stats["max_in_flight"] = max(self.stats["max_in_flight"], self.stats["in_flight"])
+                if self._waiting <= len(self.workers):
+                    self._wake.notify_all()
+            try:
+                if not self._state.stopping.is_set():
                     self._copy(key, pl, job_dir, final)
-                except Exception:  # a bug must not end the copying of every other log
-                    log.exception("pod %s/%s: copying its log failed", pl.namespace, pl.name)
-                    with self._state.lock:
-                        self._done(key, pl)
+            except Exception:  # a bug must not end the copying of every other log
+                log.exception("pod %s/%s: copying its log failed", pl.namespace, pl.name)
+                with self._state.lock:
+                    self._done(key, pl)
+            finally:
+                with self._state.lock:
+                    pl.busy = False
+                    self.stats["in_flight"] -= 1
+                    self.stats["fetches"] += 1
+                    if self._waiting <= len(self.workers):
+                        self._wake.notify_all()  # (this pod may be due again at once: its fetch hit limitBytes)
 
     def _copy(self, key: str, pl: PodLog, job_dir: Path, final: bool) -> None:
         """One fetch of one pod's log, appended to log.txt (log thread; no lock held while talking)."""
@@ -283,6 +333,7 @@ class PodLogCopier:
                     pass
         except KubeApiError as exc:
             with self._state.lock:
+                self.stats["fetch_errors"] += 1
                 if exc.status == 404 or (final and exc.status != 0 and pl.failures >= 5):
                     log.debug(
                         "pod %s/%s: log no longer readable (%s %s); done with it",
@@ -334,7 +385,8 @@ class PodLogCopier:
             stop = True
         if out:
             self._state.append_log(job_dir, bytes(out), self.cfg.max_log_bytes)
-            save_position(job_dir, key, since_ns, at_since, sec_bytes, pl.copied + len(out))
+            with self._positions_lock:
+                save_position(job_dir, key, since_ns, at_since, sec_bytes, pl.copied + len(out))
         saved = checkpoint_time(lines, time.time())
         with self._state.lock:
             t = self._state.tracked.get(pl.job_id)
@@ -342,6 +394,7 @@ class PodLogCopier:
                 t.checkpoint_at = saved
             pl.since_ns, pl.at_since, pl.sec_bytes, pl.failures = since_ns, at_since, sec_bytes, 0
             pl.copied += len(out)
+            self.stats["bytes"] += len(data)
             if stop or (final and not truncated):
                 self._done(key, pl)
             else:
