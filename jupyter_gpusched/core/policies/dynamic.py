@@ -24,7 +24,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..model import Job, work_at_risk
-from ..queues import aged_key
+from ..queues import TenantLine, aged_key
 from ..quotas import Admission
 from .base import Policy
 from .registry import register
@@ -74,7 +74,7 @@ class DynamicPolicy(Policy):
         cluster = s.cluster
         capacity_failed: dict[tuple, int] = {}  # (pools, excluded) -> smallest job that did not fit
         tenant_blocked: dict[tuple[str, bool], float] = {}  # (tenant, interactive) -> smallest job over its limit
-        quota_wait: set[str] = set()  # tenants whose older job waits for their own quota to drain
+        line = TenantLine()  # held: tenants whose older job waits for their own quota to drain
         reclaim_failed = INF
         # Most jobs in a long queue are only classified and skipped; the verdict for a
         # (tenant, size) is reused until a usage changes (admit / reclaim clear it).
@@ -89,7 +89,7 @@ class DynamicPolicy(Policy):
             spec = job.spec
             g, tenant, interactive = spec.gpus, spec.tenant, spec.interactive
             # an interactive request over its tenant's interactive cap blocks only the tenant's other ones
-            if g >= tenant_blocked.get((tenant, interactive), INF) or tenant in quota_wait:
+            if g >= tenant_blocked.get((tenant, interactive), INF) or line.held(tenant):
                 continue
             admission = verdicts.get((tenant, g, interactive))
             if admission is None:
@@ -110,7 +110,7 @@ class DynamicPolicy(Policy):
                     # It must borrow only because its own tenant's running jobs hold the quota.
                     # Its tenant's newer jobs may not take that quota first: a stream of small
                     # ones would pass it forever, whatever aging says (see the rules above).
-                    quota_wait.add(tenant)
+                    line.hold(tenant)
                 continue
             # A job past its tenant's whole quota can only borrow, and other tenants' quota
             # jobs may take its GPUs back whenever they come (the livelock of issue 12).
@@ -158,7 +158,7 @@ class DynamicPolicy(Policy):
                 if nodes:
                     self._reservations[job.id] = nodes
                     self._shadow = self._shadows(s)
-        return quota_wait, owners_waiting
+        return line.held_tenants(), owners_waiting
 
     # --- backfill reservations --------------------------------------------------------
     def _excluded(self, job: Job, now: float) -> frozenset[str]:
