@@ -223,3 +223,26 @@ def test_fault2_spot_hybrid_does_not_make_on_demand_room_for_a_job_past_its_tena
     assert rec["A-old"].first_start <= rec["A-high"].first_start
     assert rec["B-ck"].preemptions == 0
     assert summarize(res, 3600)["low_priority_overtaken"] == 0
+
+
+def test_fault2_a_reservation_released_mid_pass_goes_to_the_tenants_older_job_first():
+    """Issue 12, fault 2 through a reservation (one seed-3x8 window, in both policies). A-low
+    came while A was at its limit, so B's R took the one reservation (a GPU was free). When
+    the node drains, A-low is kept off it (reserved for R); R starts and frees the
+    reservation in the same pass, and the rest of the node used to go to A-young, submitted
+    7,400 s after A-low, which then waited for it. Now the pass starts again when a
+    reservation is freed, so A-low takes the GPU in its turn."""
+    jobs = [
+        sim_job("A-run", 0, 10_000, 1, "A"),
+        sim_job("B-run", 0, 10_000, 2, "B"),
+        sim_job("A-low", 100, 3600, 1, "A", Priority.LOW),  # A at its limit: no reservation
+        sim_job("R", 200, 3600, 2, "B", Priority.LOW),  # holds od-0's reservation
+        sim_job("A-young", 7500, 3600, 1, "A", Priority.HIGH),
+    ]
+    tenants = [Tenant("A", 1, 0), Tenant("B", 5)]
+    for policy in ("dynamic", "spot-hybrid"):
+        res = Simulation(jobs, [od_pool(1, 4)], tenants, policy, check_invariants=True).run()
+        rec = {r.id: r for r in res.jobs}
+        assert rec["R"].first_start == 10_000, policy
+        assert rec["A-low"].first_start == 10_000 < rec["A-young"].first_start, policy
+        assert summarize(res, 3600)["low_priority_overtaken"] == 0, policy
