@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -96,7 +97,9 @@ def test_a_window_at_a_load_offers_exactly_that_load(tmp_path):
 def test_a_tiny_sweep_prints_every_policy_at_every_load_and_plots(tmp_path, capsys):
     path = _csv_scenario(tmp_path)
     out_png = tmp_path / "plots" / "tiny.png"
-    rc = loadsweep.main([str(path), "--days", "1", "--min-jobs", "5", "--loads", "0.6,0.95", "--plot", str(out_png)])
+    out_json = tmp_path / "tiny.json"
+    argv = [str(path), "--days", "1", "--min-jobs", "5", "--loads", "0.6,0.95", "--plot", str(out_png)]
+    rc = loadsweep.main([*argv, "--json", str(out_json)])
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "replaying the 2 held-out ones" in out  # days 1 and 3 of 0..4 (day 5 is cut short)
@@ -109,6 +112,10 @@ def test_a_tiny_sweep_prints_every_policy_at_every_load_and_plots(tmp_path, caps
     srpt = [r for r in table if r[0] == "srpt"]
     assert all(r[3] == "1.00" for r in srpt)  # JCT/srpt of srpt itself
     assert out_png.stat().st_size > 10_000
+    doc = json.loads(out_json.read_text())
+    assert doc["held_out"] and len(doc["windows"]) == 2
+    assert doc["by_load"]["0.95"]["reached"] == pytest.approx([0.95, 0.95])
+    assert doc["by_load"]["0.6"]["policies"]["srpt"]["jct/srpt"] == [1.0, 1.0]
     # the development windows are the other ones
     rc = loadsweep.main([str(path), "--days", "1", "--min-jobs", "5", "--loads", "0.8", "--dev", "--windows", "1"])
     assert rc == 0 and "replaying the 1 development ones (day 0.0)" in capsys.readouterr().out

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import math
 import statistics
 import sys
@@ -202,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dev", action="store_true", help="replay the development (even) windows, not the held-out ones")
     p.add_argument("--policies", help="comma-separated (default: the scenario's, less static)")
     p.add_argument("--plot", help="write a PNG of JCT/srpt and GPU-hours lost against load here")
+    p.add_argument("--json", help="write every window's figures here")
     p.add_argument("--traces")
     args = p.parse_args(argv)
     try:
@@ -278,6 +280,18 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\n{len(loads) * len(chosen)} windows x {len(policies)} policies replayed in {time.perf_counter() - t0:.0f} s"
     )
+    if args.json:
+        doc = {
+            "scenario": args.scenario,
+            "days": args.days,
+            "windows": [w.label(full) for w in chosen],
+            "held_out": not args.dev,
+            "by_load": {
+                str(load): {"reached": reached[load], "stretch": stretches[load], "policies": table[load]}
+                for load in loads
+            },
+        }
+        Path(args.json).write_text(json.dumps(doc, indent=1))
     if args.plot:
         plot(table, policies, Path(args.plot), f"{args.scenario}, {len(chosen)} {kind} windows of {args.days:g} days")
         print(f"plot: {args.plot}")
