@@ -9,6 +9,7 @@ import pytest
 
 from jupyter_gpusched.core.model import NodeSpec, Priority, Tenant
 from jupyter_gpusched.core.policies.spot_hybrid import SpotHybridPolicy
+from jupyter_gpusched.core.scheduler import SchedulerConfig
 from jupyter_gpusched.sim.engine import CheckpointModel, Lifetime, PoolConfig, SimJob, Simulation
 from jupyter_gpusched.sim.metrics import summarize
 from jupyter_gpusched.sim.report import bench_main, run_policy
@@ -179,3 +180,69 @@ def test_fault7_ratios_to_static_compare_the_same_jobs_and_utilisation_is_also_n
     assert dy["gpu_hours_overhead"] > 0
     net = (dy["gpu_hours_allocated"] - dy["gpu_hours_overhead"]) / dy["gpu_hours_provisioned"]
     assert dy["utilization_net"] == pytest.approx(net) and dy["utilization_net"] < dy["utilization"]
+
+
+def test_fault2_spot_hybrid_does_not_make_on_demand_room_for_a_job_past_its_tenants_older_waiter():
+    """Issue 12, fault 2 in spot-hybrid (17 of the 51 seed-3x8 windows). A-old (2 GPUs,
+    preemptible) waits: spot has one free GPU on each of its two nodes, on-demand one. A-high,
+    submitted 7,201 s later (past a low job's 7,200 s aging bound) and not preemptible, used
+    to be given room on on-demand by moving B's checkpointing job to spot: it passed A-old,
+    which waited for the same GPUs. Now it stays behind A-old in A's line (queues.TenantLine)."""
+    spot = PoolConfig(
+        "spot",
+        tuple(NodeSpec(f"spot-{i}", 2, "spot") for i in range(2)),
+        0.3,
+        spot=True,
+        lifetime=Lifetime("fixed", mean_s=10**7),
+        gpus_per_node=2,
+        max_nodes=2,
+    )
+    jobs = [
+        sim_job("B-s0", 0, 20_000, 1, "B", pre=True),
+        sim_job("B-s0-short", 0, 50, 1, "B", pre=True),
+        sim_job("B-s1", 0, 20_000, 1, "B", pre=True),
+        sim_job("B-s1-short", 0, 50, 1, "B", pre=True),  # from 50: one free GPU on each spot node
+        sim_job("B-np", 0, 20_000, 1, "B", Priority.HIGH),  # on-demand, not movable
+        sim_job("B-ck", 0, 20_000, 1, "B", pre=True),  # spot is full: on-demand, movable
+        sim_job("A-old", 100, 3600, 2, "A", Priority.LOW, pre=True),
+        sim_job("A-high", 7301, 3600, 2, "A", Priority.HIGH),
+    ]
+    ck = CheckpointModel(interval_s=600, cost_s=5, restore_s=10)
+    tenants = [Tenant("A", 8), Tenant("B", 12)]
+    res = Simulation(
+        jobs,
+        [od_pool(1, 3), spot],
+        tenants,
+        "spot-hybrid",
+        config=SchedulerConfig(max_reservations=0),
+        checkpoint=ck,
+        check_invariants=True,
+    ).run()
+    rec = {r.id: r for r in res.jobs}
+    assert all(r.state == "SUCCEEDED" for r in res.jobs)
+    assert rec["A-old"].first_start <= rec["A-high"].first_start
+    assert rec["B-ck"].preemptions == 0
+    assert summarize(res, 3600)["low_priority_overtaken"] == 0
+
+
+def test_fault2_a_reservation_released_mid_pass_goes_to_the_tenants_older_job_first():
+    """Issue 12, fault 2 through a reservation (one seed-3x8 window, in both policies). A-low
+    came while A was at its limit, so B's R took the one reservation (a GPU was free). When
+    the node drains, A-low is kept off it (reserved for R); R starts and frees the
+    reservation in the same pass, and the rest of the node used to go to A-young, submitted
+    7,400 s after A-low, which then waited for it. Now the pass starts again when a
+    reservation is freed, so A-low takes the GPU in its turn."""
+    jobs = [
+        sim_job("A-run", 0, 10_000, 1, "A"),
+        sim_job("B-run", 0, 10_000, 2, "B"),
+        sim_job("A-low", 100, 3600, 1, "A", Priority.LOW),  # A at its limit: no reservation
+        sim_job("R", 200, 3600, 2, "B", Priority.LOW),  # holds od-0's reservation
+        sim_job("A-young", 7500, 3600, 1, "A", Priority.HIGH),
+    ]
+    tenants = [Tenant("A", 1, 0), Tenant("B", 5)]
+    for policy in ("dynamic", "spot-hybrid"):
+        res = Simulation(jobs, [od_pool(1, 4)], tenants, policy, check_invariants=True).run()
+        rec = {r.id: r for r in res.jobs}
+        assert rec["R"].first_start == 10_000, policy
+        assert rec["A-low"].first_start == 10_000 < rec["A-young"].first_start, policy
+        assert summarize(res, 3600)["low_priority_overtaken"] == 0, policy

@@ -117,3 +117,49 @@ class JobQueue:
             if job.id == job_id:
                 return i
         return None  # pragma: no cover - token and entries agree by construction
+
+
+class TenantLine:
+    """Each tenant's line during one pass: which of its jobs were left waiting, and why, so
+    that a later job of the same tenant does not pass them against the aging order.
+
+    Within a tenant a job may be passed by a younger one only when the older one cannot
+    start for a reason the younger does not share. Two reasons are kept:
+    - `hold(tenant)`: the tenant's head waits for the tenant's own quota to drain; all its
+      later jobs wait behind it (in `dynamic`'s quota walk they take their turn later);
+    - `wait(tenant, gpus, pools, exclude)`: a job of `gpus` waits for room on the nodes of
+      `pools` outside `exclude`. A later job of at least as many GPUs whose nodes are among
+      those shares the reason: whatever would free room for it frees room for the older one
+      first (`may_pass` says no).
+    """
+
+    def __init__(self) -> None:
+        self._held: set[str] = set()
+        # tenant -> {(pools, excluded nodes): smallest waiting job}
+        self._waiting: dict[str, dict[tuple[frozenset[str], frozenset[str]], int]] = {}
+
+    def hold(self, tenant: str) -> None:
+        self._held.add(tenant)
+
+    def held(self, tenant: str) -> bool:
+        return tenant in self._held
+
+    def held_tenants(self) -> set[str]:
+        return set(self._held)
+
+    def wait(self, tenant: str, gpus: int, pools: frozenset[str], exclude: frozenset[str]) -> None:
+        waits = self._waiting.setdefault(tenant, {})
+        key = (pools, exclude)
+        if gpus < waits.get(key, gpus + 1):
+            waits[key] = gpus
+
+    def may_pass(self, tenant: str, gpus: int, pools: frozenset[str], exclude: frozenset[str]) -> bool:
+        """May a job of `tenant` be started by means beyond plain placement (making room
+        for it) while the tenant's older jobs wait? Not while one of them, no larger, waits
+        for room on nodes that include all of this job's, nor while the tenant is held."""
+        if tenant in self._held:
+            return False
+        for (p, e), g in self._waiting.get(tenant, {}).items():
+            if g <= gpus and pools <= p and e <= exclude:
+                return False
+        return True

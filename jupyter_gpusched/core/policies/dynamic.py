@@ -24,7 +24,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..model import Job, work_at_risk
-from ..queues import aged_key
+from ..queues import TenantLine, aged_key
 from ..quotas import Admission
 from .base import Policy
 from .registry import register
@@ -70,11 +70,36 @@ class DynamicPolicy(Policy):
         """One walk of the queue. The quota walk returns, for the borrow walk, the tenants
         whose older job waits for their own quota (their later within-quota jobs were held
         back) and the tenants whose within-quota jobs were left waiting for GPUs (they would
-        reclaim what is lent now)."""
+        reclaim what is lent now).
+
+        A reservation released during the walk (its owner started, or went over its limit)
+        frees nodes that jobs earlier in the walk were kept off: the walk then starts again,
+        so those take the nodes in their turn rather than the jobs after them (issue 12's
+        aging order; a few times at most)."""
+        tries = s.config.max_reservations + 2
+        while True:
+            tries -= 1
+            waiting = set(owners_waiting)
+            out = self._walk_once(s, now, phase, quota_waiting, waiting, may_restart=tries > 0)
+            if out is not None:
+                owners_waiting |= out[1]
+                return out[0], owners_waiting
+
+    def _walk_once(
+        self,
+        s: Scheduler,
+        now: float,
+        phase: Admission,
+        quota_waiting: set[str],
+        owners_waiting: set[str],
+        may_restart: bool,
+    ) -> tuple[set[str], set[str]] | None:
+        """`_walk`'s one try: None when it must start again."""
         cluster = s.cluster
+        kept_off = False  # a job was refused placement while nodes were held for another
         capacity_failed: dict[tuple, int] = {}  # (pools, excluded) -> smallest job that did not fit
         tenant_blocked: dict[tuple[str, bool], float] = {}  # (tenant, interactive) -> smallest job over its limit
-        quota_wait: set[str] = set()  # tenants whose older job waits for their own quota to drain
+        line = TenantLine()  # held: tenants whose older job waits for their own quota to drain
         reclaim_failed = INF
         # Most jobs in a long queue are only classified and skipped; the verdict for a
         # (tenant, size) is reused until a usage changes (admit / reclaim clear it).
@@ -89,7 +114,7 @@ class DynamicPolicy(Policy):
             spec = job.spec
             g, tenant, interactive = spec.gpus, spec.tenant, spec.interactive
             # an interactive request over its tenant's interactive cap blocks only the tenant's other ones
-            if g >= tenant_blocked.get((tenant, interactive), INF) or tenant in quota_wait:
+            if g >= tenant_blocked.get((tenant, interactive), INF) or line.held(tenant):
                 continue
             admission = verdicts.get((tenant, g, interactive))
             if admission is None:
@@ -100,6 +125,8 @@ class DynamicPolicy(Policy):
                     tenant_blocked[(tenant, True)] = min(g, tenant_blocked.get((tenant, True), INF))
                 if self._reservations.pop(job.id, None):
                     self._shadow = self._shadows(s)
+                    if kept_off and may_restart:
+                        return None
                 continue
             if admission is not phase and not (
                 # held back in the quota walk behind its tenant's quota waiter: it takes its
@@ -110,7 +137,7 @@ class DynamicPolicy(Policy):
                     # It must borrow only because its own tenant's running jobs hold the quota.
                     # Its tenant's newer jobs may not take that quota first: a stream of small
                     # ones would pass it forever, whatever aging says (see the rules above).
-                    quota_wait.add(tenant)
+                    line.hold(tenant)
                 continue
             # A job past its tenant's whole quota can only borrow, and other tenants' quota
             # jobs may take its GPUs back whenever they come (the livelock of issue 12).
@@ -148,7 +175,10 @@ class DynamicPolicy(Policy):
                 usable_free.clear()
                 if self._reservations.pop(job.id, None):
                     self._shadow = self._shadows(s)
+                    if kept_off and may_restart:
+                        return None
                 continue
+            kept_off = kept_off or bool(exclude)
             if not borrow_phase:
                 owners_waiting.add(tenant)
             if beyond_quota:
@@ -158,7 +188,7 @@ class DynamicPolicy(Policy):
                 if nodes:
                     self._reservations[job.id] = nodes
                     self._shadow = self._shadows(s)
-        return quota_wait, owners_waiting
+        return line.held_tenants(), owners_waiting
 
     # --- backfill reservations --------------------------------------------------------
     def _excluded(self, job: Job, now: float) -> frozenset[str]:

@@ -26,6 +26,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..model import Job, work_at_risk
+from ..queues import TenantLine
 from ..quotas import Admission
 from .dynamic import DynamicPolicy
 from .registry import register
@@ -147,8 +148,9 @@ class SpotHybridPolicy(DynamicPolicy):
         return min(self._idle_since.values()) + self.idle_grace_s
 
     def _spot_free(self, s: Scheduler) -> tuple[int, int]:
+        """Free spot GPUs a moved job could take: none on a node reserved for another job."""
         cluster = s.cluster
-        free = [cluster.free_on(n) for n in self._born if n in cluster]
+        free = [cluster.free_on(n) for n in self._born if n in cluster and n not in self._shadow]
         return sum(free), max(free, default=0)
 
     def _make_room_on_demand(self, s: Scheduler, now: float) -> int:
@@ -166,17 +168,21 @@ class SpotHybridPolicy(DynamicPolicy):
         if not movable:
             return 0
         wanted = 0
+        # Room is made in aged order, and never for a job that would pass an older job of
+        # its tenant waiting for the same GPUs (queues.TenantLine): the older one keeps its turn.
+        line = TenantLine()
         for job in s.queue:
-            if job.spec.preemptible:
-                continue
-            admission = s.ledger.classify(job.tenant, job.gpus, job.spec.interactive)
-            if admission is Admission.OVER_LIMIT:
-                continue
+            g, tenant = job.gpus, job.tenant
+            pools = frozenset(p for group in s.pool_choices(job.spec) for p in group)
             exclude = self._excluded(job, now)
-            if s.place(job, exclude) is not None:
-                continue  # dynamic left it waiting for another reason (its turn); leave it
-            pools = {p for group in s.pool_choices(job.spec) for p in group}
-            g = job.gpus
+            if job.spec.preemptible or not line.may_pass(tenant, g, pools, exclude):
+                line.wait(tenant, g, pools, exclude)
+                continue
+            admission = s.ledger.classify(tenant, g, job.spec.interactive)
+            if admission is Admission.OVER_LIMIT or s.place(job, exclude) is not None:
+                # over its limit, or dynamic left it waiting for another reason (its turn)
+                line.wait(tenant, g, pools, exclude)
+                continue
             if g > cluster.max_node_gpus(pools):
                 best = self._clear_nodes(s, movable, pools, exclude, g, now)  # a multi-node job
             else:
@@ -188,10 +194,12 @@ class SpotHybridPolicy(DynamicPolicy):
                     if got is not None and (best is None or (got[0], node) < (best[0], best[2][0])):
                         best = (got[0], got[1], [node])
             if best is None:
+                line.wait(tenant, g, pools, exclude)
                 continue
             (moved, _), chosen, nodes = best
             if moved > spot_free or any(v.gpus > largest_hole for v in chosen):
                 wanted += moved  # spot must grow first
+                line.wait(tenant, g, pools, exclude)
                 continue
             for v in chosen:
                 s.preempt(v.id, now, f"moved to spot to free on-demand GPUs for {job.id}")
@@ -205,7 +213,7 @@ class SpotHybridPolicy(DynamicPolicy):
         return wanted
 
     def _clear_nodes(
-        self, s: Scheduler, movable: dict[str, list[Job]], pools: set[str], exclude, gpus: int, now: float
+        self, s: Scheduler, movable: dict[str, list[Job]], pools: frozenset[str], exclude, gpus: int, now: float
     ) -> tuple[tuple[int, float], list[Job], list[str]] | None:
         """For a job larger than a node: the whole nodes to clear (free ones first, then the
         cheapest to empty of movable jobs) until they hold `gpus`, or None."""
