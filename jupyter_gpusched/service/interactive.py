@@ -132,9 +132,11 @@ class KernelIdleWatch:
             )
         elif action is IdleAction.NONE and clock.warned_at is None:
             self._info.message = ""
-        elif action is IdleAction.RECLAIM:
+        if action is IdleAction.RECLAIM:
             self._info.reclaimed_idle_s = now - clock.idle_since
             self.reason = f"idle {(now - clock.idle_since) / 60:.0f} min while others waited: GPUs reclaimed"
+        else:
+            self.reason = ""
         return action
 
     def keep(self, now: float) -> float:
