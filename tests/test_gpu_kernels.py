@@ -209,6 +209,29 @@ async def test_a_busy_kernel_is_never_reclaimed(jp_fetch, jp_serverapp, jp_root_
     await jp_fetch("api", "kernels", kernel, method="DELETE")
 
 
+async def test_activity_reports_are_checked(jp_fetch, service, api, gpu_kernelspec):
+    """`POST interactive/{id}/activity` is for hub mode (a user's server reporting to the hub service): bad
+    bodies are 400s, another request's id a 409, and a kernel this server watches itself is not reported on."""
+    kernel = await start_kernel(jp_fetch, gpu_kernelspec)
+    request = interactive_jobs(service, JobState.RUNNING)[0]
+    path = f"interactive/{kernel}/activity"
+    for body, field in (
+        ({"job_id": request.id, "busy": "yes"}, "busy"),
+        ({"job_id": request.id, "busy": False, "busy_seconds": -1}, "busy_seconds"),
+        ({"job_id": request.id, "busy": False, "idle_seconds": True}, "idle_seconds"),
+    ):
+        code, answer = await api("POST", path, body)
+        assert code == 400 and answer["field"] == field, answer
+    code, answer = await api("POST", path, {"job_id": "not-its-request", "busy": False})
+    assert code == 409 and answer["field"] == "job_id", answer
+    code, answer = await api("POST", path, {"job_id": request.id, "busy": False, "busy_seconds": 5})
+    assert code == 409 and "watched by this server itself" in answer["message"], answer
+    assert service.info[request.id].busy_s < 5  # the refused report counted nothing
+    code, answer = await api("POST", "interactive/no-such-kernel/activity", {"job_id": request.id, "busy": False})
+    assert code == 404, answer
+    await jp_fetch("api", "kernels", kernel, method="DELETE")
+
+
 def test_the_packaged_kernelspec_is_the_one_the_command_writes(tmp_path):
     from jupyter_gpusched.server.provisioner import PROVISIONER_NAME, kernel_spec
 

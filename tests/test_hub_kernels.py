@@ -27,27 +27,20 @@ USERS = ["alice", "bob"]
 SPEC = "python3-gpu1"
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    base = tmp_path_factory.mktemp("hub-kernels")
+def kernel_hub(base: Path, groups: dict[str, list[str]], gpusched: dict, admins: tuple[str, ...] = ()):
+    """A real Hub whose users' servers have the GPU kernelspec; skips where no Hub can start here."""
     extra = ensure_provisioner_entry_point(base / "entry-points")  # the users' servers must find the provisioner
     old_path = os.environ.get("PYTHONPATH")
     if extra is not None:  # the Hub passes PYTHONPATH on to the servers it spawns
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(extra), old_path) if p)
     h = Hub(
         base,
-        groups={"vision": ["alice", "carol"], "nlp": ["bob"]},
+        groups=groups,
+        admins=admins,
         hub_config=["c.Spawner.poll_interval = 1"],  # the Hub notices a dead server within a second
-        gpusched={
-            "kernel_server_check_interval": 1,
-            "local_gpus": 2,
-            "tick_interval": 0.2,
-            "tenants": {"vision": {"quota": 1, "burst": 0}, "nlp": {"quota": 1, "burst": 0}},
-            "default_tenant": "nlp",
-            "group_tenants": {"vision": "vision", "nlp": "nlp"},
-        },
+        gpusched={"kernel_server_check_interval": 1, "tick_interval": 0.2, **gpusched},
     )
-    for user in [*USERS, "carol"]:  # the GPU kernelspec in each user's own data folder ($HOME is their home)
+    for user in {u for members in groups.values() for u in members}:  # the GPU kernelspec in each user's data folder
         folder = h.home(user) / ".local" / "share" / "jupyter" / "kernels" / SPEC
         folder.mkdir(parents=True)
         (folder / "kernel.json").write_text(__import__("json").dumps(kernel_spec(1)))
@@ -60,6 +53,21 @@ def hub(tmp_path_factory):
             os.environ.pop("PYTHONPATH", None)
         else:
             os.environ["PYTHONPATH"] = old_path
+    return h
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    h = kernel_hub(
+        tmp_path_factory.mktemp("hub-kernels"),
+        groups={"vision": ["alice", "carol"], "nlp": ["bob"]},
+        gpusched={
+            "local_gpus": 2,
+            "tenants": {"vision": {"quota": 1, "burst": 0}, "nlp": {"quota": 1, "burst": 0}},
+            "default_tenant": "nlp",
+            "group_tenants": {"vision": "vision", "nlp": "nlp"},
+        },
+    )
     yield h
     h.stop()
 

@@ -12,7 +12,8 @@ process, next to the scheduler, and calls the live service directly (no HTTP rou
 3. shutting the kernel down, or culling it, cancels the request: the GPUs go back to the queue at once.
    A restart keeps them (the same reservation).
 A server whose scheduler is elsewhere (a JupyterHub user server forwarding to the hub service) does the
-same over that scheduler's REST API, as the server's user (`remote_kernels.py`); idle reclaim is local only.
+same over that scheduler's REST API, as the server's user (`remote_kernels.py`); its idle reclaim is decided
+there, on this server's reports of the kernel's activity (`_report_activity`).
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ from __future__ import annotations
 import asyncio
 import getpass
 import os
+import time
 from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Float, Int, Unicode
 
 from ..core import JobState
-from ..core.idle import IdleAction, IdleClock, idle_action
-from ..service.interactive import waiting
+from ..core.idle import IdleAction, IdleClock
+from ..service.interactive import KernelIdleWatch, waiting
 from .remote_kernels import RemoteError, RemoteKernelRequests, allocated_gpus
 from .settings import GPUSchedSettings, settings_of
 
@@ -60,7 +62,6 @@ class GPUKernelProvisioner(LocalProvisioner):
 
     job_id: str | None = None  # the interactive request, while the kernel holds or waits for GPUs
     status: str = ""  # the last waiting message ("waiting for a GPU: #2 in line, about 6 min")
-    idle: IdleClock | None = None  # idle reclaim (core/idle.py), while the kernel holds GPUs
     _idle_watch: asyncio.Task | None = None
     _release_why: str = ""  # why the kernel is being shut down by us (idle reclaim)
 
@@ -110,8 +111,12 @@ class GPUKernelProvisioner(LocalProvisioner):
         except BaseException:
             await self._release_any("the kernel could not be launched")
             raise
-        if self._idle_watch is None and self._settings().service is not None:  # idle reclaim: local only
-            self._idle_watch = asyncio.ensure_future(self._watch_idle())
+        settings = self._settings()
+        if self._idle_watch is None and self.job_id is not None:  # idle reclaim and busy seconds
+            if settings.service is not None:
+                self._idle_watch = asyncio.ensure_future(self._watch_idle())
+            elif settings.remote_kernels is not None:
+                self._idle_watch = asyncio.ensure_future(self._report_activity(settings.remote_kernels))
         return info
 
     async def cleanup(self, restart: bool = False) -> None:
@@ -121,16 +126,6 @@ class GPUKernelProvisioner(LocalProvisioner):
                 self._idle_watch.cancel()
             self._idle_watch = None
             await self._release_any(self._release_why or "the kernel shut down")
-
-    def keep(self) -> float:
-        """The user's "keep" on an idle warning: restart the idle clock (bounded by max_keep); seconds added."""
-        service = self._settings().service
-        assert service is not None
-        if self.idle is None:
-            return 0.0
-        added = self.idle.keep(service.clock(), service.config.interactive_idle)
-        self._set_message("")
-        return added
 
     async def get_provisioner_info(self) -> dict[str, Any]:
         info = await super().get_provisioner_info()
@@ -223,57 +218,69 @@ class GPUKernelProvisioner(LocalProvisioner):
 
     async def _watch_idle(self) -> None:
         """While the kernel holds GPUs: count its busy seconds (the interactive metrics), and warn, then shut
-        it down, while it runs nothing and others wait (core/idle.py)."""
+        it down, while it runs nothing and others wait (service/interactive.py, core/idle.py)."""
         service = self._settings().service
-        assert service is not None
-        policy = service.config.interactive_idle
-        self.idle = clock = IdleClock(idle_since=service.clock())
-        # Sampled each second at most: the busy seconds are as fine as that.
-        interval = max(0.1, min(1.0, policy.timeout / 4, policy.warn_for / 4)) if policy.enabled else 1.0
+        assert service is not None and self.job_id is not None
+        watch = KernelIdleWatch(service, self.job_id, IdleClock(idle_since=service.clock()))
+        service.kernel_watches[self.job_id] = watch
         looked_at = service.clock()
-        while self.job_id is not None:
-            await asyncio.sleep(interval)
-            job = service.scheduler.jobs.get(self.job_id or "")
-            if job is None or job.state is not JobState.RUNNING:
-                return
-            now, km = service.clock(), self.parent
+        try:
+            while self.job_id is not None:
+                await asyncio.sleep(watch.sample_every())
+                job = service.scheduler.jobs.get(self.job_id or "")
+                if job is None or job.state is not JobState.RUNNING:
+                    return
+                now, km = service.clock(), self.parent
+                busy = getattr(km, "execution_state", "") == "busy"
+                last = getattr(km, "last_activity", None)
+                action = watch.observe(now, busy, last and last.timestamp(), now - looked_at if busy else 0.0)
+                looked_at = now
+                if action is IdleAction.RECLAIM:
+                    await self._reclaim(watch.reason)
+                    return
+        finally:
+            if service.kernel_watches.get(watch.job_id) is watch:
+                del service.kernel_watches[watch.job_id]
+
+    async def _report_activity(self, remote: RemoteKernelRequests) -> None:
+        """Hub mode: the same watch, at the hub service (which knows who waits): sample the kernel here, report
+        its busy seconds and idleness there (`POST interactive/{kernel_id}/activity`), and shut it down when
+        the answer is "reclaim". The lab's warning and Keep go to the service through the forwarder."""
+        job_id, busy_s, every, sample = self.job_id, 0.0, 1.0, 0.5
+        looked_at = time.monotonic()
+        reported_at = looked_at - every  # the first look is reported: the answer says how often to
+        while self.job_id is not None and self.job_id == job_id:
+            await asyncio.sleep(sample)
+            now, km = time.monotonic(), self.parent
             busy = getattr(km, "execution_state", "") == "busy"
-            if busy and job.id in service.info:
-                service.info[job.id].busy_s += max(0.0, now - looked_at)
+            busy_s += now - looked_at if busy else 0.0
             looked_at = now
-            if not policy.enabled:
+            if now - reported_at < every:
                 continue
+            reported_at = now
             last = getattr(km, "last_activity", None)
-            if last is not None:
-                clock.activity(last.timestamp())
-            action = idle_action(clock, now, busy, len(service.scheduler.queue) > 0, policy)
-            if action is IdleAction.WARN:
-                clock.warned_at = now
-                minutes = max(1, round(policy.warn_for / 60))
-                self._set_message(
-                    f"this kernel's GPU will be given back in {minutes} minute{'s' if minutes != 1 else ''} "
-                    "unless you run something"
-                )
-                self.log.info("kernel %s: idle while others wait: warned", self.kernel_id)
-            elif action is IdleAction.NONE and clock.warned_at is None and job.id in service.info:
-                if service.info[job.id].message:
-                    self._set_message("")
-            elif action is IdleAction.RECLAIM:
-                idle_min = (now - clock.idle_since) / 60
-                self._release_why = f"idle {idle_min:.0f} min while others waited: GPUs reclaimed"
-                if job.id in service.info:
-                    service.info[job.id].reclaimed_idle_s = now - clock.idle_since
-                self.log.warning("kernel %s: %s", self.kernel_id, self._release_why)
-                self._idle_watch = None  # cleanup() must not cancel this task mid-shutdown
-                assert km is not None
-                await km.parent.shutdown_kernel(self.kernel_id)  # off the server's list; cleanup() frees the GPUs
+            idle_s = None if last is None else max(0.0, time.time() - last.timestamp())
+            try:
+                answer = await remote.activity(str(self.kernel_id), job_id, busy, busy_s, idle_s)
+            except RemoteError as exc:
+                if exc.status in (404, 409):  # the request ended or is not watched there: nothing to report
+                    return
+                self.log.warning("kernel %s: activity not reported: %s", self.kernel_id, exc)
+                continue
+            every = float(answer.get("report_every") or every)
+            sample = max(0.1, min(1.0, every))
+            if answer.get("action") == IdleAction.RECLAIM.value:
+                await self._reclaim(str(answer.get("reason") or "idle while others waited: GPUs reclaimed"))
                 return
 
-    def _set_message(self, message: str) -> None:
-        """The request's message (the job API's `message`), which the lab shows for this kernel."""
-        service = self._settings().service
-        if service is not None and self.job_id is not None and self.job_id in service.info:
-            service.info[self.job_id].message = message
+    async def _reclaim(self, why: str) -> None:
+        """Idle reclaim: shut the kernel down through the server (the notebook stays open); cleanup() frees."""
+        self._release_why = why
+        self.log.warning("kernel %s: %s", self.kernel_id, why)
+        self._idle_watch = None  # cleanup() must not cancel this task mid-shutdown
+        km = self.parent
+        assert km is not None
+        await km.parent.shutdown_kernel(self.kernel_id)  # off the server's list; cleanup() frees the GPUs
 
     def _release(self, why: str) -> None:
         job_id, self.job_id = self.job_id, None

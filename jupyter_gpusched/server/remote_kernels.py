@@ -5,6 +5,8 @@ scheduler. Its GPU kernels' provisioner (server/provisioner.py) asks the service
 server's user (the server's Hub token): `POST jobs` with `interactive: true`, then `GET
 interactive/{kernel_id}` until the request runs (its `allocation` names the GPUs), and `DELETE jobs/{id}`
 when the kernel ends. The service checks and attributes it like a job (tenant, quota, interactive share).
+While the kernel holds GPUs, `POST interactive/{kernel_id}/activity` reports what it does; the service's idle
+watch answers whether to shut it down (idle reclaim).
 """
 
 from __future__ import annotations
@@ -66,6 +68,15 @@ class RemoteKernelRequests:
     async def where(self, kernel_id: str) -> dict[str, Any]:
         """Where the kernel's latest request stands: `job`, `message`, `position`, `eta_seconds`."""
         return await self.call("GET", f"interactive/{kernel_id}")
+
+    async def activity(
+        self, kernel_id: str, job_id: str, busy: bool, busy_seconds: float, idle_seconds: float | None
+    ) -> dict[str, Any]:
+        """Report the kernel's activity for its idle watch (docs/interactive.md, "Idle reclaim"): busy now,
+        its busy seconds on this request so far, seconds since it last ran something. The answer: `action`
+        (none, warn, reclaim), `message`, `reason`, `report_every` (seconds)."""
+        body = {"job_id": job_id, "busy": busy, "busy_seconds": busy_seconds, "idle_seconds": idle_seconds}
+        return await self.call("POST", f"interactive/{kernel_id}/activity", body)
 
     async def cancel(self, job_id: str) -> None:
         """Give the request's GPUs back (or leave the line); one that already ended is left as it is."""

@@ -11,7 +11,7 @@ from .handlers.budgets import UsageReportHandler
 from .handlers.cluster import ClusterHandler, MeHandler, MetricsHandler, QueuesHandler, UsageHandler
 from .handlers.forecast import ForecastHandler
 from .handlers.health import HealthHandler
-from .handlers.interactive import KernelKeepHandler, KernelRequestHandler, KernelUsageHandler
+from .handlers.interactive import KernelActivityHandler, KernelKeepHandler, KernelRequestHandler, KernelUsageHandler
 from .handlers.jobs import JobEventsHandler, JobHandler, JobLogHandler, JobOutputHandler, JobsHandler
 from .handlers.notify import NotifySettingsHandler
 from .handlers.pipelines import PipelineHandler, PipelinesHandler
@@ -53,6 +53,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api + "/interactive", KernelUsageHandler),
         (api + r"/interactive/(?P<kernel_id>[A-Za-z0-9_.\-]{1,64})", KernelRequestHandler),
         (api + r"/interactive/(?P<kernel_id>[A-Za-z0-9_.\-]{1,64})/keep", KernelKeepHandler),
+        (api + r"/interactive/(?P<kernel_id>[A-Za-z0-9_.\-]{1,64})/activity", KernelActivityHandler),
         (api + "/health", HealthHandler),
         (url_path_join(base_url, "gpusched", "metrics"), MetricsHandler),
         (api + "/internal" + job + "/upload/(?P<what>notebook|files/.+)", UploadHandler),

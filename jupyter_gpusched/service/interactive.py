@@ -12,9 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..core import Job, JobState, Scheduler
+from ..core.idle import IdleAction, IdleClock, idle_action
 from .info import JobInfo
+
+if TYPE_CHECKING:
+    from .loop import Service
 
 RESTART_REASON = "the server restarted: its kernel went with it, so its GPUs are released"
 
@@ -87,3 +92,65 @@ def kernel_usage(jobs: Iterable[Job], info: Mapping[str, JobInfo], now: float) -
             row["reclaims"] += 1
             row["reclaimed_idle"] += known.reclaimed_idle_s * job.gpus / HOUR
     return users
+
+
+@dataclass
+class KernelIdleWatch:
+    """One GPU kernel's idle reclaim and busy seconds (docs/interactive.md), whoever samples the kernel: its
+    provisioner beside this service (`server/provisioner.py`), or, in hub mode, the user's server reporting to
+    the hub service (`POST interactive/{kernel_id}/activity`; `remote`). The rules are core/idle.py's; the
+    warning is the request's `message`, which the lab shows with a Keep action. `Service.kernel_watches`
+    holds the watches by request id (the Keep endpoint finds them there)."""
+
+    service: Service
+    job_id: str
+    clock: IdleClock
+    remote: bool = False
+    reason: str = ""  # why it was reclaimed, once it was
+
+    @property
+    def _info(self) -> JobInfo:
+        return self.service.info.setdefault(self.job_id, JobInfo())
+
+    def observe(self, now: float, busy: bool, last_activity: float | None, busy_s: float = 0.0) -> IdleAction:
+        """One look at the kernel: busy now or not, when it last ran something, `busy_s` more busy seconds
+        (the "executing" metric). Warns (the request's message) or answers RECLAIM: the driver shuts it down."""
+        self._info.busy_s += max(0.0, busy_s)
+        policy = self.service.config.interactive_idle
+        if not policy.enabled:
+            return IdleAction.NONE
+        clock = self.clock
+        if last_activity is not None:
+            clock.activity(last_activity)
+        action = idle_action(clock, now, busy, len(self.service.scheduler.queue) > 0, policy)
+        if action is IdleAction.WARN:
+            clock.warned_at = now
+            minutes = max(1, round(policy.warn_for / 60))
+            self._info.message = (
+                f"this kernel's GPU will be given back in {minutes} minute{'s' if minutes != 1 else ''} "
+                "unless you run something"
+            )
+        elif action is IdleAction.NONE and clock.warned_at is None:
+            self._info.message = ""
+        if action is IdleAction.RECLAIM:
+            self._info.reclaimed_idle_s = now - clock.idle_since
+            self.reason = f"idle {(now - clock.idle_since) / 60:.0f} min while others waited: GPUs reclaimed"
+        else:
+            self.reason = ""
+        return action
+
+    def keep(self, now: float) -> float:
+        """The user's "keep" on the warning: restart the idle clock (within max_keep); seconds added."""
+        added = self.clock.keep(now, self.service.config.interactive_idle)
+        self._info.message = ""
+        return added
+
+    def sample_every(self) -> float:
+        """How often to look at the kernel: a quarter of the timeout and of the warning, a second at most."""
+        policy = self.service.config.interactive_idle
+        return max(0.1, min(1.0, policy.timeout / 4, policy.warn_for / 4)) if policy.enabled else 1.0
+
+    def report_every(self) -> float:
+        """How often a user's server reports on its kernel (hub mode): as fine as the rules need, within 10 s."""
+        policy = self.service.config.interactive_idle
+        return max(0.5, min(10.0, policy.timeout / 4, policy.warn_for / 4)) if policy.enabled else 10.0

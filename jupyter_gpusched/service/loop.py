@@ -56,7 +56,7 @@ from .budgets import Budgets
 from .estimates import Estimates
 from .forecasting import Forecasts
 from .info import JobInfo, Submission
-from .interactive import release_after_restart
+from .interactive import KernelIdleWatch, release_after_restart
 from .kills import Gpu, Kills
 from .notify import NotifySettings
 from .notify_jobs import JobNotices
@@ -143,6 +143,7 @@ class Service(ServiceViews, Pipelines):
             SchedulerConfig(aging_interval=config.aging_interval, strict_tenants=True),
         )
         self.info: dict[str, JobInfo] = {}  # job id -> what the service knows beyond the core's record
+        self.kernel_watches: dict[str, KernelIdleWatch] = {}  # GPU kernels' idle watches (service/interactive.py)
         self.forecasts = Forecasts(self.usage, clock, lambda: self.scheduler.ledger.tenants, config.prometheus)
         self.advisor = Advisor(self.scheduler, self.forecasts, clock, config.scaling, getattr(backend, "elastic", True))
         self.stalls = StallWatch(config.stalls, clock)

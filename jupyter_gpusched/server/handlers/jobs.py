@@ -101,7 +101,9 @@ class JobHandler(GPUSchedHandler):
         job = self.job_or_404(job_id)
         if job.state.terminal:
             raise ApiError(409, "conflict", f"job {job_id} already ended ({job.state.value}); nothing to cancel", "id")
-        self.service.cancel(job_id, actor=self.user_name)
+        watch = self.service.kernel_watches.get(job_id)  # a GPU kernel's server giving back reclaimed GPUs
+        why = f" ({watch.reason})" if watch is not None and watch.reason else ""
+        self.service.cancel(job_id, actor=self.user_name + why)
         self.finish(job_json(self.service, job, detail=True))
 
 
