@@ -96,7 +96,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       onSubmit: () => void actions.submit(),
       onNotebookChange: path => void actions.fillForm(path),
       schedules: new SchedulesModel(api),
-      onOpenJobsView: () => void app.commands.execute(CommandIDs.openJobsView)
+      onOpenJobsView: () => void app.commands.execute(CommandIDs.openJobsView),
+      onRunPipeline: () => void app.commands.execute(CommandIDs.runPipeline)
     });
     app.shell.add(panel, 'left', { rank: 600 });
     if (restorer) {
@@ -113,7 +114,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       browserFactory,
       palette
     });
-    addPipelineCommands(app, api, model, browserFactory);
+    addPipelineCommands(app, api, model, form, browserFactory, palette);
     addJobsViewCommands({
       app,
       api,

@@ -1,17 +1,32 @@
 /**
- * Pipelines in the lab (docs/pipelines.md): "Run pipeline file…" on a JSON file in the file browser
- * posts it, and a main-area view shows a pipeline's steps and their states.
+ * Pipelines in the lab (docs/pipelines.md): "Run a pipeline…" in the panel (a dialog of notebooks in
+ * order) and "Run pipeline file…" on a JSON file in the file browser post one, and a main-area view
+ * shows a pipeline's steps and their states.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import { MainAreaWidget, showErrorMessage } from '@jupyterlab/apputils';
+import {
+  Dialog,
+  ICommandPalette,
+  MainAreaWidget,
+  showDialog,
+  showErrorMessage
+} from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 
 import { GPUSchedAPI } from './api';
 import { gpuIcon } from './components/icons';
+import { PipelineDialogBody } from './components/PipelineDialog';
 import { PipelineView } from './components/PipelineView';
+import { SubmitFormModel } from './form';
 import { shortId } from './format';
 import { JobsModel } from './model';
+import {
+  buildPipeline,
+  IPipelineValues,
+  PipelineErrors,
+  pipelineErrors
+} from './pipelineForm';
 import { CommandIDs, IJobSubmit } from './tokens';
 
 /** A pipeline file's body with each step's notebook made relative to the server root (from the file's folder). */
@@ -60,13 +75,74 @@ export function openPipelineView(
   app.shell.activateById(widget.id);
 }
 
-/** "Run pipeline file…" on a .json file in the file browser. */
+/**
+ * "Run a pipeline…": a dialog of notebooks in order (the form's notebook first, its GPUs and
+ * priority for every step); a refusal shows the dialog again with the message at its place.
+ */
+export async function runPipelineDialog(
+  app: JupyterFrontEnd,
+  api: GPUSchedAPI,
+  model: JobsModel,
+  form: SubmitFormModel
+): Promise<string | null> {
+  let values: IPipelineValues = {
+    notebooks: [form.values.notebook, ''],
+    gpus: form.values.gpus,
+    priority: form.values.priority,
+    chain: true
+  };
+  let errors: PipelineErrors = {};
+  for (;;) {
+    const result = await showDialog<IPipelineValues>({
+      title: 'Run a pipeline',
+      body: new PipelineDialogBody(values, errors),
+      buttons: [
+        Dialog.cancelButton(),
+        Dialog.okButton({ label: 'Run pipeline', ariaLabel: 'Run pipeline' })
+      ],
+      // after a refusal, the control it names (else the first notebook)
+      focusNodeSelector: Object.keys(errors).some(
+        k => k !== 'form' && k !== 'steps'
+      )
+        ? '[aria-invalid="true"]'
+        : 'input'
+    });
+    if (!result.button.accept || !result.value) {
+      return null;
+    }
+    values = result.value;
+    const built = buildPipeline(values);
+    if (!built.body) {
+      errors = built.errors;
+      continue;
+    }
+    try {
+      const pipeline = await api.submitPipeline(built.body);
+      void model.refresh();
+      openPipelineView(app, api, pipeline.id);
+      return pipeline.id;
+    } catch (err) {
+      errors = pipelineErrors(err, built.rowOfStep);
+    }
+  }
+}
+
+/** "Run a pipeline…" (the panel's button, the palette) and "Run pipeline file…" on a .json file. */
 export function addPipelineCommands(
   app: JupyterFrontEnd,
   api: GPUSchedAPI,
   model: JobsModel,
-  browserFactory: IFileBrowserFactory | null
+  form: SubmitFormModel,
+  browserFactory: IFileBrowserFactory | null,
+  palette: ICommandPalette | null = null
 ): void {
+  app.commands.addCommand(CommandIDs.runPipeline, {
+    label: 'Run a pipeline…',
+    caption: 'Submit notebooks in order as a GPU pipeline',
+    icon: gpuIcon,
+    execute: () => runPipelineDialog(app, api, model, form)
+  });
+  palette?.addItem({ command: CommandIDs.runPipeline, category: 'GPU Jobs' });
   app.commands.addCommand(CommandIDs.runPipelineFile, {
     label: 'Run pipeline file…',
     caption: 'Submit the steps and edges this file lists as a GPU pipeline',

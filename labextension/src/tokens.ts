@@ -361,6 +361,8 @@ export namespace CommandIDs {
   export const refresh = 'gpusched:refresh';
   /** Post the pipeline file (JSON: steps and edges) selected in the file browser. */
   export const runPipelineFile = 'gpusched:run-pipeline-file';
+  /** "Run a pipeline…": a dialog of notebooks in order, posted as a pipeline. */
+  export const runPipeline = 'gpusched:run-pipeline';
   /** The main-area Jobs view (table of jobs; args.job opens that job's detail tab). */
   export const openJobsView = 'gpusched:open-jobs-view';
   export const openJobDetail = 'gpusched:open-job-detail';

@@ -20,6 +20,8 @@ export interface IPanelOptions {
   schedules?: SchedulesModel;
   /** Open the main-area Jobs view (all jobs in a table). */
   onOpenJobsView?: () => void;
+  /** "Run a pipeline…": the dialog that submits notebooks in order as a pipeline (pipelines.ts). */
+  onRunPipeline?: () => void;
 }
 
 /** The left sidebar panel: the submit form above the live job list. */
@@ -86,6 +88,17 @@ export class GPUSchedPanel extends ReactWidget {
           )}
         </UseSignal>
         {schedules && <ScheduleBox form={form} model={schedules} />}
+        {this._options.onRunPipeline && (
+          <button
+            type="button"
+            className="jp-Button jp-mod-styled jp-GPUSched-secondary jp-GPUSched-pipelineOpen"
+            title="Submit notebooks in order as a pipeline: each step runs after the previous one"
+            aria-haspopup="dialog"
+            onClick={this._options.onRunPipeline}
+          >
+            Run a pipeline…
+          </button>
+        )}
         <JobList model={model} actions={actions} />
         {schedules && <ScheduleList model={schedules} />}
       </div>
