@@ -454,6 +454,61 @@ def test_a_waiting_pipeline_step_shows_its_badge_and_the_pipeline_view(page: Pag
         lab.api("DELETE", f"jobs/{first}")
 
 
+def test_run_a_pipeline_from_the_panel_shows_a_refusal_at_its_row_then_the_view(page: Page, lab: Lab, browser_errors):
+    """Issue 14: "Run a pipeline…" in the panel: notebooks in order, each after the previous one; the
+    server's refusal of one step is shown at that row; once sent, the pipeline view shows the steps."""
+    browser_errors.allow("status of 400 (Bad Request)", "/gpusched/api/pipelines")  # refused on purpose
+    open_panel(page)
+    views = page.locator('.jp-MainAreaWidget[id^="gpusched-pipeline-"]')
+    views_before = {views.nth(i).get_attribute("id") for i in range(views.count())}
+    page.locator(PANEL).get_by_role("button", name="Run a pipeline…").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("Run a pipeline")
+    first_row = dialog.get_by_label("Step 0", exact=True)
+    expect(first_row).to_be_focused()  # keyboard: the first notebook is where typing goes
+    first_row.fill("slow.ipynb")
+    dialog.get_by_label("Step 1", exact=True).fill("missing.ipynb")
+    expect(dialog.get_by_label("Each step runs after the previous one")).to_be_checked()
+    dialog.get_by_label("GPUs per step").fill("1")
+    page.screenshot(path=str(ARTIFACTS / "pipeline-dialog-light.png"))
+    dialog.get_by_role("button", name="Run pipeline").click()
+
+    # refused: the dialog is back with the server's message at step 1's row, the rows as they were
+    dialog = page.get_by_role("dialog")
+    error = dialog.locator("#gpusched-pipeline-step-1-error")
+    expect(error).to_contain_text("step 1")
+    expect(dialog.get_by_label("Step 1", exact=True)).to_have_attribute("aria-invalid", "true")
+    expect(dialog.get_by_label("Step 1", exact=True)).to_be_focused()
+    expect(dialog.get_by_label("Step 0", exact=True)).to_have_value("slow.ipynb")
+    dialog.screenshot(path=str(ARTIFACTS / "pipeline-dialog-error-light.png"))
+    dialog.get_by_label("Step 1", exact=True).fill("fails.ipynb")
+    page.keyboard.press("Enter")  # Enter in a field runs the pipeline (the dialog's default button)
+
+    expect(page.get_by_role("dialog")).to_have_count(0)
+    tabs = page.locator('.jp-MainAreaWidget[id^="gpusched-pipeline-"]')
+    expect(tabs).to_have_count(len(views_before) + 1)  # a new tab, beside any other test's pipeline
+    (tab_id,) = {tabs.nth(i).get_attribute("id") for i in range(tabs.count())} - views_before
+    assert tab_id
+    view = page.locator(f"#{tab_id} .jp-GPUSched-pipeline")
+    expect(view).to_be_visible()
+    steps = view.locator(".jp-GPUSched-pipelineStep")
+    expect(steps).to_have_count(2)
+    expect(steps.nth(0)).to_contain_text("slow")
+    expect(steps.nth(1)).to_contain_text("fails")
+    # slow.ipynb sleeps 120 s: its dependant waits for it
+    expect(steps.nth(1)).to_have_attribute("data-state", "WAITING")
+    expect(steps.nth(1)).to_contain_text("after step 0")
+    pipeline = lab.api("GET", f"pipelines/{tab_id.removeprefix('gpusched-pipeline-')}").json()
+    first = pipeline["steps"][0]["id"]
+    try:
+        assert pipeline["edges"] == [[0, 1]]
+        assert [s["notebook"] for s in pipeline["steps"]] == ["slow.ipynb", "fails.ipynb"]
+        view.screenshot(path=str(ARTIFACTS / "pipeline-view-from-dialog-light.png"))
+        page.screenshot(path=str(ARTIFACTS / "lab-pipeline-from-dialog-light.png"))
+    finally:
+        lab.api("DELETE", f"jobs/{first}")
+
+
 def test_schedule_from_the_form_then_pause_it(page: Page, lab: Lab):
     open_panel(page)
     form = page.locator(FORM)
