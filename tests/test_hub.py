@@ -50,6 +50,8 @@ def hub(tmp_path_factory, pg):
         "default_tenant": "nlp",
         "group_tenants": {"vision": "vision", "nlp": "nlp"},
         "admin_groups": ["gpu-admins"],
+        "webhook_secret": "hub-test-secret",  # webhook targets are refused without one
+        "notify_defaults": {"users": {"carol": [{"webhook": "http://127.0.0.1:9/carol", "events": ["failed"]}]}},
     }
     if pg is not None:
         gpusched["db_url"] = pg.create_database()
@@ -180,6 +182,78 @@ def test_a_user_cannot_see_or_touch_another_users_schedules(as_user, hub):
     code, paused = admin.json("PATCH", f"api/schedules/{sid}", json={"paused": True})
     assert code == 200 and paused["paused"]
     assert alice.json("DELETE", f"api/schedules/{sid}")[0] == 200
+
+
+def test_a_user_cannot_see_or_touch_another_users_pipelines(as_user):
+    alice, bob, admin = as_user["alice"], as_user["bob"], as_user["admin"]
+    code, pipe = alice.json(
+        "POST",
+        "api/pipelines",
+        json={"steps": [{"notebook": "sleep.ipynb"}, {"notebook": "quick.ipynb"}], "edges": [[0, 1]]},
+    )
+    assert code == 201, pipe
+    pid, first, second = pipe["id"], pipe["steps"][0]["id"], pipe["steps"][1]["id"]
+    assert [s["owner"] for s in pipe["steps"]] == ["alice", "alice"] and pipe["steps"][1]["state"] == "WAITING"
+    assert alice.json("GET", f"api/pipelines/{pid}")[0] == 200
+    code, err = bob.json("GET", f"api/pipelines/{pid}")
+    assert code == 404 and err["error"] == "not_found", err
+    code, listing = bob.json("GET", "api/jobs", params={"q": pid})
+    assert code == 200 and listing["jobs"] == []
+    for step in (first, second):
+        for method in ("GET", "DELETE"):
+            code, err = bob.json(method, f"api/jobs/{step}")
+            assert code == 404 and err["error"] == "not_found", (method, step, err)
+    # bob cannot hang a job of his on alice's: refused as an unknown id would be, naming `after`
+    for after in ([first], [second], ["nosuchjob123"]):
+        code, err = bob.json("POST", "api/jobs", json={"notebook": "quick.ipynb", "after": after})
+        assert code == 400 and err["field"] == "after" and after[0] in err["message"], err
+    code, mine = bob.json("GET", "api/jobs")
+    assert all(j["after"] == [] for j in mine["jobs"]), mine  # nothing of bob's waits on alice's
+    # alice's steps are untouched; an admin sees the pipeline
+    code, seen = admin.json("GET", f"api/pipelines/{pid}")
+    assert code == 200 and [s["id"] for s in seen["steps"]] == [first, second]
+    assert alice.json("GET", f"api/jobs/{second}")[1]["state"] == "WAITING"
+    # alice may hang her own job on her step; cancelling the step cancels what waits on it
+    code, hers = alice.json("POST", "api/jobs", json={"notebook": "quick.ipynb", "after": [first]})
+    assert code == 201 and hers["state"] == "WAITING", hers
+    assert alice.json("DELETE", f"api/jobs/{first}")[0] == 200
+    for jid in (second, hers["id"]):
+        done = wait_state(alice, jid, TERMINAL)
+        assert done["state"] == "CANCELLED" and first in done["reason"], done
+
+
+def test_notify_settings_are_per_user(as_user):
+    alice, bob, carol = as_user["alice"], as_user["bob"], as_user["carol"]
+    none = {"notify": [], "source": "none"}
+    carols = {"notify": [{"webhook": "http://127.0.0.1:9/carol", "events": ["failed"]}], "source": "config:user"}
+    assert carol.json("GET", "api/settings/notify") == (200, carols)  # the operator's, for carol only
+    assert alice.json("GET", "api/settings/notify") == (200, none)
+    hook = {"webhook": "http://127.0.0.1:9/alice-only", "events": ["failed"]}
+    code, mine = alice.json("PUT", "api/settings/notify", json={"notify": [hook]})
+    assert code == 200 and mine == {"notify": [hook], "source": "user"}, mine
+    # bob, and carol in alice's own tenant, still get theirs; no query reaches alice's
+    assert bob.json("GET", "api/settings/notify") == (200, none)
+    assert bob.json("GET", "api/settings/notify", params={"user": "alice"}) == (200, none)
+    assert carol.json("GET", "api/settings/notify") == (200, carols)
+    # jobs without `notify` take their owner's defaults
+    jobs = {}
+    for name, client in (("alice", alice), ("bob", bob), ("carol", carol)):
+        code, jobs[name] = submit(client, "quick.ipynb")
+        assert code == 201, jobs[name]
+    assert jobs["alice"]["notify"] == [hook]
+    assert jobs["bob"]["notify"] == []
+    assert jobs["carol"]["notify"] == carols["notify"]
+    # bob's own setting, and his forgetting it, leave alice's as they are
+    bobs = {"webhook": "http://127.0.0.1:9/bob", "events": ["failed"]}
+    assert bob.json("PUT", "api/settings/notify", json={"notify": [bobs]}) == (
+        200,
+        {"notify": [bobs], "source": "user"},
+    )
+    assert bob.json("PUT", "api/settings/notify", json={"notify": None}) == (200, none)
+    assert alice.json("GET", "api/settings/notify") == (200, {"notify": [hook], "source": "user"})
+    assert alice.json("PUT", "api/settings/notify", json={"notify": None}) == (200, none)
+    for name, client in (("alice", alice), ("bob", bob), ("carol", carol)):
+        wait_state(client, jobs[name]["id"], TERMINAL)
 
 
 def test_jobs_are_not_handed_the_services_hub_token(as_user, hub):
