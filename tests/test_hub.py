@@ -394,6 +394,37 @@ def test_single_user_servers_forward_as_their_user(hub, servers, tokens, as_user
     wait_state(as_user["alice"], r.json()["id"], TERMINAL)
 
 
+def test_schedules_pipelines_and_settings_pass_through_a_users_server(servers, tokens, as_user):
+    """What the lab panel does from alice's own server: every method the service's routes take is relayed."""
+    alice_server = ServiceClient(servers["alice"], tokens["alice"])
+    code, sched = alice_server.json("POST", "api/schedules", json={"notebook": "quick.ipynb", "cron": "0 2 * * *"})
+    assert code == 201 and sched["owner"] == "alice", sched
+    code, paused = alice_server.json("PATCH", f"api/schedules/{sched['id']}", json={"paused": True})
+    assert code == 200 and paused["paused"] is True, paused  # the panel's pause/resume
+    assert as_user["alice"].json("GET", f"api/schedules/{sched['id']}")[1]["paused"] is True
+    code, err = ServiceClient(servers["alice"], tokens["bob"]).json(
+        "PATCH", f"api/schedules/{sched['id']}", json={"paused": False}
+    )
+    assert code == 403, err  # bob may not use alice's server
+    assert alice_server.json("DELETE", f"api/schedules/{sched['id']}")[0] == 200
+
+    steps = [{"notebook": "quick.ipynb"}, {"notebook": "quick.ipynb"}]
+    code, pipe = alice_server.json("POST", "api/pipelines", json={"steps": steps, "edges": [[0, 1]]})
+    assert code == 201 and pipe["steps"][0]["owner"] == "alice", pipe
+    assert alice_server.json("GET", f"api/pipelines/{pipe['id']}")[0] == 200
+    assert as_user["bob"].json("GET", f"api/pipelines/{pipe['id']}")[0] == 404
+
+    hook = {"webhook": "http://127.0.0.1:9/alice-server", "events": ["failed"]}
+    assert alice_server.json("PUT", "api/settings/notify", json={"notify": [hook]}) == (
+        200,
+        {"notify": [hook], "source": "user"},
+    )
+    assert as_user["bob"].json("GET", "api/settings/notify")[1]["notify"] == []
+    assert alice_server.json("PUT", "api/settings/notify", json={"notify": None})[1]["source"] == "none"
+    for step in pipe["steps"]:
+        wait_state(as_user["alice"], step["id"], TERMINAL)
+
+
 def test_admin_dashboards_in_a_users_server_are_for_the_services_admins(hub, servers, tokens):
     """Voila in a user's own server renders admin-only notebooks only for those the service calls admins."""
     board = json.loads(notebook_json("print('for admins')"))
