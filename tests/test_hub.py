@@ -209,6 +209,13 @@ def test_a_user_cannot_see_or_touch_another_users_pipelines(as_user):
         assert code == 400 and err["field"] == "after" and after[0] in err["message"], err
     code, mine = bob.json("GET", "api/jobs")
     assert all(j["after"] == [] for j in mine["jobs"]), mine  # nothing of bob's waits on alice's
+    # a pipeline's steps are checked as jobs are: his own folder, his own tenant
+    for step, field, status in [
+        ({"notebook": "../alice/quick.ipynb"}, "steps[1].notebook", 400),
+        ({"notebook": "quick.ipynb", "tenant": "vision"}, "steps[1].tenant", 403),
+    ]:
+        code, err = bob.json("POST", "api/pipelines", json={"steps": [{"notebook": "quick.ipynb"}, step]})
+        assert code == status and err["field"] == field, err
     # alice's steps are untouched; an admin sees the pipeline
     code, seen = admin.json("GET", f"api/pipelines/{pid}")
     assert code == 200 and [s["id"] for s in seen["steps"]] == [first, second]
