@@ -50,6 +50,8 @@ def hub(tmp_path_factory, pg):
         "default_tenant": "nlp",
         "group_tenants": {"vision": "vision", "nlp": "nlp"},
         "admin_groups": ["gpu-admins"],
+        "webhook_secret": "hub-test-secret",  # webhook targets are refused without one
+        "notify_defaults": {"users": {"carol": [{"webhook": "http://127.0.0.1:9/carol", "events": ["failed"]}]}},
     }
     if pg is not None:
         gpusched["db_url"] = pg.create_database()
@@ -180,6 +182,85 @@ def test_a_user_cannot_see_or_touch_another_users_schedules(as_user, hub):
     code, paused = admin.json("PATCH", f"api/schedules/{sid}", json={"paused": True})
     assert code == 200 and paused["paused"]
     assert alice.json("DELETE", f"api/schedules/{sid}")[0] == 200
+
+
+def test_a_user_cannot_see_or_touch_another_users_pipelines(as_user):
+    alice, bob, admin = as_user["alice"], as_user["bob"], as_user["admin"]
+    code, pipe = alice.json(
+        "POST",
+        "api/pipelines",
+        json={"steps": [{"notebook": "sleep.ipynb"}, {"notebook": "quick.ipynb"}], "edges": [[0, 1]]},
+    )
+    assert code == 201, pipe
+    pid, first, second = pipe["id"], pipe["steps"][0]["id"], pipe["steps"][1]["id"]
+    assert [s["owner"] for s in pipe["steps"]] == ["alice", "alice"] and pipe["steps"][1]["state"] == "WAITING"
+    assert alice.json("GET", f"api/pipelines/{pid}")[0] == 200
+    code, err = bob.json("GET", f"api/pipelines/{pid}")
+    assert code == 404 and err["error"] == "not_found", err
+    code, listing = bob.json("GET", "api/jobs", params={"q": pid})
+    assert code == 200 and listing["jobs"] == []
+    for step in (first, second):
+        for method in ("GET", "DELETE"):
+            code, err = bob.json(method, f"api/jobs/{step}")
+            assert code == 404 and err["error"] == "not_found", (method, step, err)
+    # bob cannot hang a job of his on alice's: refused as an unknown id would be, naming `after`
+    for after in ([first], [second], ["nosuchjob123"]):
+        code, err = bob.json("POST", "api/jobs", json={"notebook": "quick.ipynb", "after": after})
+        assert code == 400 and err["field"] == "after" and after[0] in err["message"], err
+    code, mine = bob.json("GET", "api/jobs")
+    assert all(j["after"] == [] for j in mine["jobs"]), mine  # nothing of bob's waits on alice's
+    # a pipeline's steps are checked as jobs are: his own folder, his own tenant
+    for step, field, status in [
+        ({"notebook": "../alice/quick.ipynb"}, "steps[1].notebook", 400),
+        ({"notebook": "quick.ipynb", "tenant": "vision"}, "steps[1].tenant", 403),
+    ]:
+        code, err = bob.json("POST", "api/pipelines", json={"steps": [{"notebook": "quick.ipynb"}, step]})
+        assert code == status and err["field"] == field, err
+    # alice's steps are untouched; an admin sees the pipeline
+    code, seen = admin.json("GET", f"api/pipelines/{pid}")
+    assert code == 200 and [s["id"] for s in seen["steps"]] == [first, second]
+    assert alice.json("GET", f"api/jobs/{second}")[1]["state"] == "WAITING"
+    # alice may hang her own job on her step; cancelling the step cancels what waits on it
+    code, hers = alice.json("POST", "api/jobs", json={"notebook": "quick.ipynb", "after": [first]})
+    assert code == 201 and hers["state"] == "WAITING", hers
+    assert alice.json("DELETE", f"api/jobs/{first}")[0] == 200
+    for jid in (second, hers["id"]):
+        done = wait_state(alice, jid, TERMINAL)
+        assert done["state"] == "CANCELLED" and first in done["reason"], done
+
+
+def test_notify_settings_are_per_user(as_user):
+    alice, bob, carol = as_user["alice"], as_user["bob"], as_user["carol"]
+    none = {"notify": [], "source": "none"}
+    carols = {"notify": [{"webhook": "http://127.0.0.1:9/carol", "events": ["failed"]}], "source": "config:user"}
+    assert carol.json("GET", "api/settings/notify") == (200, carols)  # the operator's, for carol only
+    assert alice.json("GET", "api/settings/notify") == (200, none)
+    hook = {"webhook": "http://127.0.0.1:9/alice-only", "events": ["failed"]}
+    code, mine = alice.json("PUT", "api/settings/notify", json={"notify": [hook]})
+    assert code == 200 and mine == {"notify": [hook], "source": "user"}, mine
+    # bob, and carol in alice's own tenant, still get theirs; no query reaches alice's
+    assert bob.json("GET", "api/settings/notify") == (200, none)
+    assert bob.json("GET", "api/settings/notify", params={"user": "alice"}) == (200, none)
+    assert carol.json("GET", "api/settings/notify") == (200, carols)
+    # jobs without `notify` take their owner's defaults
+    jobs = {}
+    for name, client in (("alice", alice), ("bob", bob), ("carol", carol)):
+        code, jobs[name] = submit(client, "quick.ipynb")
+        assert code == 201, jobs[name]
+    assert jobs["alice"]["notify"] == [hook]
+    assert jobs["bob"]["notify"] == []
+    assert jobs["carol"]["notify"] == carols["notify"]
+    # bob's own setting, and his forgetting it, leave alice's as they are
+    bobs = {"webhook": "http://127.0.0.1:9/bob", "events": ["failed"]}
+    assert bob.json("PUT", "api/settings/notify", json={"notify": [bobs]}) == (
+        200,
+        {"notify": [bobs], "source": "user"},
+    )
+    assert bob.json("PUT", "api/settings/notify", json={"notify": None}) == (200, none)
+    assert alice.json("GET", "api/settings/notify") == (200, {"notify": [hook], "source": "user"})
+    assert alice.json("PUT", "api/settings/notify", json={"notify": None}) == (200, none)
+    for name, client in (("alice", alice), ("bob", bob), ("carol", carol)):
+        wait_state(client, jobs[name]["id"], TERMINAL)
 
 
 def test_jobs_are_not_handed_the_services_hub_token(as_user, hub):
@@ -318,6 +399,37 @@ def test_single_user_servers_forward_as_their_user(hub, servers, tokens, as_user
     code, body = alice_server.json("GET", "metrics")
     assert code == 403 and body["error"] == "forbidden"
     wait_state(as_user["alice"], r.json()["id"], TERMINAL)
+
+
+def test_schedules_pipelines_and_settings_pass_through_a_users_server(servers, tokens, as_user):
+    """What the lab panel does from alice's own server: every method the service's routes take is relayed."""
+    alice_server = ServiceClient(servers["alice"], tokens["alice"])
+    code, sched = alice_server.json("POST", "api/schedules", json={"notebook": "quick.ipynb", "cron": "0 2 * * *"})
+    assert code == 201 and sched["owner"] == "alice", sched
+    code, paused = alice_server.json("PATCH", f"api/schedules/{sched['id']}", json={"paused": True})
+    assert code == 200 and paused["paused"] is True, paused  # the panel's pause/resume
+    assert as_user["alice"].json("GET", f"api/schedules/{sched['id']}")[1]["paused"] is True
+    code, err = ServiceClient(servers["alice"], tokens["bob"]).json(
+        "PATCH", f"api/schedules/{sched['id']}", json={"paused": False}
+    )
+    assert code == 403, err  # bob may not use alice's server
+    assert alice_server.json("DELETE", f"api/schedules/{sched['id']}")[0] == 200
+
+    steps = [{"notebook": "quick.ipynb"}, {"notebook": "quick.ipynb"}]
+    code, pipe = alice_server.json("POST", "api/pipelines", json={"steps": steps, "edges": [[0, 1]]})
+    assert code == 201 and pipe["steps"][0]["owner"] == "alice", pipe
+    assert alice_server.json("GET", f"api/pipelines/{pipe['id']}")[0] == 200
+    assert as_user["bob"].json("GET", f"api/pipelines/{pipe['id']}")[0] == 404
+
+    hook = {"webhook": "http://127.0.0.1:9/alice-server", "events": ["failed"]}
+    assert alice_server.json("PUT", "api/settings/notify", json={"notify": [hook]}) == (
+        200,
+        {"notify": [hook], "source": "user"},
+    )
+    assert as_user["bob"].json("GET", "api/settings/notify")[1]["notify"] == []
+    assert alice_server.json("PUT", "api/settings/notify", json={"notify": None})[1]["source"] == "none"
+    for step in pipe["steps"]:
+        wait_state(as_user["alice"], step["id"], TERMINAL)
 
 
 def test_admin_dashboards_in_a_users_server_are_for_the_services_admins(hub, servers, tokens):

@@ -153,6 +153,11 @@ class ForwardHandler(GPUSchedHandler):
     async def put(self, path: str = ""):  # settings/notify
         await self._forward()
 
+    @web.authenticated
+    @authorized
+    async def patch(self, path: str = ""):  # schedules/{id}: pause, resume, edit
+        await self._forward()
+
     async def _forward(self) -> None:
         gs = self.gpusched
         fw = gs.forwarder if isinstance(gs, ForwardSettings) else None
