@@ -8,7 +8,7 @@ backoff; a refusal (400, 403, 404, 422) fails the job with the API server's own 
 **Preemption** sets `suspend: true` (the Job controller deletes the pod without counting a failure) and
 clears `status.startTime`, so the next admission may place it elsewhere. **Cancel** deletes the Job with
 background propagation (pods and ConfigMap go too). A failed Job that is admitted again is deleted and
-created afresh.
+created afresh, and so is a gang's Job one of whose ranks had finished (all ranks must run again).
 
 **After a restart** (`begin_adoption` / `finish_adoption`), once every namespace's Jobs are listed: an active
 job with no Job is reported `preempted` (requeued without using a retry), a Job that finished while the
@@ -224,6 +224,13 @@ class Reconciler:
             and (recreate or (manifests is not None and observed_attempt(kj) < attempt))
             # Placed on another kind of GPU (a MIG slice <-> whole GPUs): a Job's resources cannot be changed.
             or (manifests is not None and gpu_limits(kj) != gpu_limits(manifests[0]))
+            # A gang runs again with all its ranks: an Indexed Job would skip the ranks an earlier attempt finished.
+            or (
+                manifests is not None
+                and len(gang_nodes) > 1
+                and observed_attempt(kj) < attempt
+                and bool((kj.get("status") or {}).get("succeeded"))
+            )
         ):
             with self._state.lock:
                 t.recreate = True
