@@ -9,10 +9,12 @@ loop counts even on a loaded two-core test machine; a kernel waiting on a lock u
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from test_openapi import check
 
+from jupyter_gpusched.backends.activity import memory_used_bytes
 from jupyter_gpusched.backends.local import LocalBackend
 from jupyter_gpusched.core import JobState
 from jupyter_gpusched.core.stalls import Activity, StallRules, input_bound, progress, stalled
@@ -223,3 +225,25 @@ async def _stalled(api, path: str):
 def test_on_stall_must_be_a_known_policy():
     with pytest.raises(Exception, match="on_stall must be one of alert, requeue, fail"):
         GPUSched(on_stall="kill")
+
+
+class _Nvml:
+    """NVML's two memory queries as the driver answers them: v2 leaves out the driver's own reserve."""
+
+    nvmlMemory_v2 = 0x02000028
+
+    def __init__(self, has_v2: bool):
+        self.has_v2 = has_v2
+
+    def nvmlDeviceGetMemoryInfo(self, handle, version=None):
+        reserve, used = 615 * 2**20, 2048 * 2**20
+        if version is None:
+            return SimpleNamespace(used=reserve + used)
+        if not self.has_v2:
+            raise RuntimeError("Function Not Found")
+        return SimpleNamespace(used=used, reserved=reserve)
+
+
+def test_gpu_memory_in_use_leaves_out_the_drivers_reserve_where_nvml_can():
+    assert memory_used_bytes(_Nvml(has_v2=True), 0) == 2048 * 2**20
+    assert memory_used_bytes(_Nvml(has_v2=False), 0) == (615 + 2048) * 2**20  # older drivers: v1, reserve included

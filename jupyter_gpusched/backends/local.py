@@ -41,6 +41,7 @@ from typing import Any
 from traitlets import CaselessStrEnum, Float, Int, Unicode, default, validate
 
 from ..core.model import NodeSpec, Pool
+from .activity import memory_used_bytes
 from .base import (
     Backend,
     BackendError,
@@ -331,8 +332,8 @@ class LocalBackend(GracefulPreemption, Backend):
         out: dict[tuple[str, int], float] = {}
         try:
             for i in range(int(nvml.nvmlDeviceGetCount())):
-                mem = nvml.nvmlDeviceGetMemoryInfo(nvml.nvmlDeviceGetHandleByIndex(i))
-                out[(self.node_name, i)] = float(mem.used) / (1024 * 1024)
+                used = memory_used_bytes(nvml, nvml.nvmlDeviceGetHandleByIndex(i))
+                out[(self.node_name, i)] = used / (1024 * 1024)
         except Exception as exc:
             log.warning("NVML memory query failed: %s", exc)
             return {}
