@@ -73,6 +73,25 @@ def test_grouped_walk_schedules_exactly_as_the_plain_walk(estimates, seed, reser
     assert any(r[4] for r in plain) and all(r[2] is not None for r in plain)
 
 
+class CheckedDynamic(DynamicPolicy):
+    """Checks, before each pass, that every queued job is filed under its group as it is now."""
+
+    checked = 0
+
+    def schedule(self, s, now):
+        for job in s.queue:
+            assert s.queue._group_of[job.id] == dynamic_group(job), job.id
+            self.checked += job.spec.learned_runtime is not None
+        super().schedule(s, now)
+
+
+def test_learned_estimates_keep_queued_jobs_in_their_group():
+    # a queued job's learned estimate changes as runs like it finish: the driver regroups it
+    policy = CheckedDynamic()
+    _replay(policy, "learned", 5, 1)
+    assert policy.checked > 1000
+
+
 def _job(i: int, tenant: str, gpus: int, t: float) -> Job:
     return Job(id=f"j{i}", spec=JobSpec("n", gpus=gpus, tenant=tenant), submitted_at=t, seq=i)
 
