@@ -10,11 +10,18 @@ sizes (1.0: linear in the work).
 
     PYTHONPATH=. .venv/bin/python benchmarks/replay_scaling.py [--sizes 5000,20000] [--policies dynamic,static]
     PYTHONPATH=. .venv/bin/python benchmarks/replay_scaling.py --quality 3000 --policies dynamic,fifo
+    PYTHONPATH=. .venv/bin/python benchmarks/replay_scaling.py --scenario philly-loaded --policies dynamic
+
+`--quality` and `--scenario` (one replay of a built-in scenario, CPU seconds) also print the
+schedule's digest: a hash of every job's first start, end, attempts, preemptions and final
+state, so a change meant to leave the schedule alone can be checked with this script run on
+the trees before and after (PYTHONPATH picks the tree).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import random
 import time
@@ -22,6 +29,9 @@ import time
 from jupyter_gpusched.core.model import NodeSpec, Priority, Tenant
 from jupyter_gpusched.sim.engine import CheckpointModel, PoolConfig, SimJob, Simulation
 from jupyter_gpusched.sim.metrics import summarize
+from jupyter_gpusched.sim.report import run_policy
+from jupyter_gpusched.sim.results import SimResult
+from jupyter_gpusched.sim.scenario import load_scenario
 from jupyter_gpusched.sim.traces import TraceJob
 
 NODES, GPUS = 8, 8
@@ -45,15 +55,32 @@ def workload(n: int, load: float, seed: int = 7) -> list[SimJob]:
     return jobs
 
 
+def digest(res: SimResult) -> str:
+    rows = sorted((j.id, repr(j.first_start), repr(j.end), j.attempts, j.preemptions, j.state) for j in res.jobs)
+    return hashlib.sha256(repr(rows).encode()).hexdigest()[:16]
+
+
+def scenario(name: str, policies: list[str]) -> None:
+    for pol in policies:
+        sc = load_scenario(name)
+        t0 = time.process_time()
+        res = run_policy(sc, pol)
+        cpu = time.process_time() - t0
+        maxq = int(max(res.series_queued)) if len(res.series_queued) else 0
+        print(f"{name} {pol:10} {len(res.jobs)} jobs {cpu:.1f} CPU-s max queue {maxq} digest {digest(res)}", flush=True)
+
+
 def quality(n: int, load: float, policies: list[str]) -> None:
     pool = PoolConfig("od", tuple(NodeSpec(f"od-{i}", GPUS, "od") for i in range(NODES)), 3.0, gpus_per_node=GPUS)
     ck = CheckpointModel(interval_s=1800, cost_s=30, restore_s=60, applies_to="preemptible")
     for pol in policies:
-        s = summarize(Simulation(workload(n, load), [pool], TENANTS, pol, checkpoint=ck).run())
+        res = Simulation(workload(n, load), [pool], TENANTS, pol, checkpoint=ck).run()
+        s = summarize(res)
         print(
             f"{pol:10} util {s['utilization']:.3f} avgJCT_h {s['avg_jct_s'] / 3600:.2f} "
             f"p99_h {s['p99_jct_s'] / 3600:.1f} makespan_h {s['makespan_s'] / 3600:.1f} "
-            f"overtaken {s['low_priority_overtaken']} preempt {s['preemptions']} lost {s['gpu_hours_lost']:.0f}"
+            f"overtaken {s['low_priority_overtaken']} preempt {s['preemptions']} lost {s['gpu_hours_lost']:.0f} "
+            f"digest {digest(res)}"
         )
 
 
@@ -63,7 +90,10 @@ def main() -> None:
     ap.add_argument("--policies", default="fifo,static,dynamic,tiresias,srpt")
     ap.add_argument("--load", type=float, default=0.9)
     ap.add_argument("--quality", type=int, metavar="N", help="instead: the schedule's figures for N jobs")
+    ap.add_argument("--scenario", metavar="NAME", help="instead: one replay of a built-in scenario per policy")
     args = ap.parse_args()
+    if args.scenario:
+        return scenario(args.scenario, args.policies.split(","))
     if args.quality:
         return quality(args.quality, args.load, args.policies.split(","))
     sizes = [int(x) for x in args.sizes.split(",")]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from .model import Job, JobSpec, JobState
@@ -139,12 +139,16 @@ class QueuedEstimates:
     def __init__(self, history: RuntimeHistory):
         self.history = history
         self._by_key: dict[str, dict[str, Job]] = {}  # key -> queued jobs whose estimate it may change
+        # called with a job whose estimate changed (the driver's queue regroups it: JobQueue.regroup)
+        self.on_change: Callable[[Job], None] | None = None
 
     def _set(self, job: Job) -> Estimate | None:
         est = self.history.estimate(job.spec)
         seconds = est.seconds if est is not None else None
         if job.spec.learned_runtime != seconds:
             job.spec = replace(job.spec, learned_runtime=seconds)
+            if self.on_change is not None:
+                self.on_change(job)
         return est
 
     def track(self, job: Job) -> None:

@@ -14,11 +14,13 @@ and closed, so it reaches the head of its queue; the head is then given a reserv
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator
+import heapq
+from collections.abc import Callable, Collection, Hashable, Iterator
 
 from .model import Job, Priority
 
 QueueKey = Callable[[Job], tuple]
+QueueGroup = Callable[[Job], Hashable]
 
 
 def effective_priority(job: Job) -> Priority:
@@ -49,10 +51,17 @@ def starvation_bound(priority: Priority, aging_interval: float) -> float:
 
 
 class JobQueue:
-    """Queued jobs in a fixed key order. Removal is lazy; iteration skips stale entries."""
+    """Queued jobs in a fixed key order. Removal is lazy; iteration skips stale entries.
 
-    def __init__(self, key: QueueKey):
+    With `group`, the jobs are also kept in one ordered list per group (jobs a policy's pass
+    treats alike), so that `walk` can set a whole group aside (see GroupedWalk)."""
+
+    def __init__(self, key: QueueKey, group: QueueGroup | None = None):
         self.key = key
+        self.group = group
+        self._groups: dict[Hashable, list[tuple[tuple, int, Job]]] = {}
+        self._group_of: dict[str, Hashable] = {}  # job id -> its group when queued
+        self._entry: dict[str, tuple[tuple, int, Job]] = {}  # job id -> its live entry (grouped queues)
         self._entries: list[tuple[tuple, int, Job]] = []
         self._token: dict[str, int] = {}  # job id -> token of its live entry
         self._next_token = 0
@@ -78,10 +87,22 @@ class JobQueue:
         if self._walks:
             self._entries = list(self._entries)
         # tokens are unique, so tuple comparison never reaches the Job
-        bisect.insort(self._entries, (self.key(job), token, job))
+        entry = (self.key(job), token, job)
+        bisect.insort(self._entries, entry)
+        if self.group is not None:
+            g = self._group_of[job.id] = self.group(job)
+            self._entry[job.id] = entry
+            members = self._groups.get(g)
+            if members is None:
+                self._groups[g] = [entry]
+            else:
+                if self._walks:  # a walk holds this list: change a copy
+                    members = self._groups[g] = list(members)
+                bisect.insort(members, entry)
 
     def remove(self, job_id: str) -> None:
-        if self._token.pop(job_id, None) is None:
+        token = self._token.pop(job_id, None)
+        if token is None:
             return
         tenant = self._tenant_of.pop(job_id)
         left = self._tenants[tenant] - 1
@@ -89,8 +110,36 @@ class JobQueue:
             self._tenants[tenant] = left
         else:
             del self._tenants[tenant]
+        if self.group is not None:
+            del self._entry[job_id]
+            g = self._group_of.pop(job_id)
+            members = self._groups[g]
+            if members[0][1] == token:  # its group's head: drop the stale entries that lead it
+                k = 1
+                while k < len(members) and self._token.get(members[k][2].id) != members[k][1]:
+                    k += 1
+                if k < len(members):
+                    self._groups[g] = members[k:]  # a new list: a walk in progress keeps its own
+                else:
+                    del self._groups[g]
         if len(self._entries) > 64 and len(self._entries) > 2 * len(self._token):
             self._entries = [e for e in self._entries if self._token.get(e[2].id) == e[1]]
+            if self.group is not None:  # new lists: a walk in progress keeps its own
+                groups: dict[Hashable, list[tuple[tuple, int, Job]]] = {}
+                for e in self._entries:
+                    groups.setdefault(self._group_of[e[2].id], []).append(e)
+                self._groups = groups
+
+    def regroup(self, job: Job) -> None:
+        """A queued job's spec changed (a learned runtime estimate): file it under its new group."""
+        if self.group is not None and job.id in self._token and self.group(job) != self._group_of[job.id]:
+            self.remove(job.id)
+            self.push(job)
+
+    def walk(self, always: Collection[str] = ()) -> GroupedWalk | PlainWalk:
+        """A walk of the queue in order that lets the walker set groups aside (a plain
+        walk, setting nothing aside, when the queue is not grouped)."""
+        return PlainWalk(self) if self.group is None else GroupedWalk(self, always)
 
     def tenants(self) -> int:
         """How many tenants have jobs queued."""
@@ -117,6 +166,86 @@ class JobQueue:
             if job.id == job_id:
                 return i
         return None  # pragma: no cover - token and entries agree by construction
+
+
+class PlainWalk:
+    """Every queued job in order; `set_aside` and `changed` do nothing (the reference walk)."""
+
+    def __init__(self, queue: JobQueue):
+        self._queue = queue
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self._queue)
+
+    def set_aside(self, for_pass: bool = False) -> None:
+        pass
+
+    def changed(self) -> None:
+        pass
+
+
+class GroupedWalk:
+    """The jobs of a grouped JobQueue in order, as queued when the walk began, merged from
+    the per-group lists, visiting only what the walker may act on.
+
+    After a job is yielded the walker may call `set_aside()`: its visit changed nothing, and
+    the next jobs of its group, visited with nothing changed, would do just the same; they
+    are not yielded until the walker calls `changed()` (then the walk resumes those groups
+    after the current job). `set_aside(for_pass=True)`: they could do nothing for the rest
+    of this walk whatever changes. Jobs in `always` (the ones whose visit depends on the
+    job itself, not only its group) are yielded whatever their group's state. So a walk
+    costs the jobs it yields plus, per change, a binary search per set-aside group, not
+    the length of the queue."""
+
+    def __init__(self, queue: JobQueue, always: Collection[str] = ()):
+        self._queue = queue
+        self._lists = list(queue._groups.values())  # snapshots: pushes during the walk copy
+        self._always = frozenset(j for j in always if j in queue._entry)
+        self._heap: list[tuple[tuple[tuple, int, Job], int, int]] = [
+            (members[0], gi, 0) for gi, members in enumerate(self._lists) if members
+        ]
+        self._heap += [(queue._entry[j], -1, 0) for j in self._always]
+        heapq.heapify(self._heap)
+        self._dead: list[tuple[int, int]] = []  # (group, next index) set aside until a change
+        self._aside = 0  # 1: set aside until a change, 2: for the walk
+        self._changed = False
+
+    def set_aside(self, for_pass: bool = False) -> None:
+        self._aside = 2 if for_pass else max(self._aside, 1)
+
+    def changed(self) -> None:
+        self._changed = True
+
+    def __iter__(self) -> Iterator[Job]:
+        queue, heap, lists, always, dead = self._queue, self._heap, self._lists, self._always, self._dead
+        live = queue._token.get
+        push, pop = heapq.heappush, heapq.heappop
+        queue._walks += 1
+        try:
+            while heap:
+                entry, gi, i = pop(heap)
+                job = entry[2]
+                members = lists[gi] if gi >= 0 else None
+                if members is not None and job.id in always or live(job.id) != entry[1]:
+                    if members is not None and i + 1 < len(members):
+                        push(heap, (members[i + 1], gi, i + 1))
+                    continue
+                self._aside, self._changed = 0, False
+                yield job
+                if members is not None:
+                    if self._aside == 1:
+                        dead.append((gi, i + 1))
+                    elif not self._aside and i + 1 < len(members):
+                        push(heap, (members[i + 1], gi, i + 1))
+                if self._changed and dead:
+                    for gj, j in dead:
+                        members = lists[gj]
+                        j = bisect.bisect_right(members, entry, lo=j)
+                        if j < len(members):
+                            push(heap, (members[j], gj, j))
+                    dead.clear()
+        finally:
+            queue._walks -= 1
 
 
 class TenantLine:

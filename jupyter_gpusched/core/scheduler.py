@@ -72,7 +72,7 @@ class Scheduler:
         self.policy = make_policy(policy) if isinstance(policy, str) else policy
         self.ledger = QuotaLedger(tenants, allow_borrowing=self.policy.allow_borrowing)
         self.jobs: dict[str, Job] = {}
-        self.queue = JobQueue(self.policy.queue_key(self.config))
+        self.queue = JobQueue(self.policy.queue_key(self.config), self.policy.queue_group())
         self.active: dict[str, Job] = {}  # ADMITTED or RUNNING: holding GPUs
         self.borrowers: dict[str, Job] = {}  # active jobs admitted beyond quota
         self.on_node: dict[str, set[str]] = {n: set() for n in cluster.node_names}

@@ -66,6 +66,7 @@ class Estimates:
                 self.by_job.pop(job.id, None)
             if job.spec.learned_runtime != seconds:
                 job.spec = replace(job.spec, learned_runtime=seconds)
+                scheduler.queue.regroup(job)  # a queue grouped by estimate (JobQueue.walk) refiles it
 
     def describe(self, job: Job) -> dict[str, Any]:
         """The API's `runtime_estimate`: seconds, source (learned | max_runtime | None), basis, samples."""

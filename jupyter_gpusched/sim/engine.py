@@ -105,6 +105,8 @@ class Simulation:
         self.estimates = estimates
         # `learned`: a queued job's estimate comes from the jobs finished so far (core/estimates.py), never its own run
         self.learned = QueuedEstimates(RuntimeHistory()) if estimates == "learned" and not self.oracle else None
+        if self.learned is not None:
+            self.learned.on_change = self.scheduler.queue.regroup  # a grouped queue refiles the job
         self.jobs = list(jobs)
         self.progress = progress
         self.check = check_invariants

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
-from ..queues import QueueKey, fifo_key
+from ..queues import QueueGroup, QueueKey, fifo_key
 from ..quotas import Admission
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,6 +31,10 @@ class Policy(ABC):
     def queue_key(self, config: SchedulerConfig) -> QueueKey:
         """The order of the queue (smallest key first); FIFO unless overridden."""
         return fifo_key
+
+    def queue_group(self) -> QueueGroup | None:
+        """Groups of queued jobs the policy's pass treats alike (JobQueue.walk), or None."""
+        return None
 
     @abstractmethod
     def schedule(self, s: Scheduler, now: float) -> None:

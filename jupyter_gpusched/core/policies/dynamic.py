@@ -47,6 +47,9 @@ class DynamicPolicy(Policy):
     def queue_key(self, config):
         return aged_key(config.aging_interval)
 
+    def queue_group(self):
+        return dynamic_group
+
     @property
     def reservations(self) -> dict[str, tuple[str, ...]]:
         return dict(self._reservations)
@@ -108,13 +111,19 @@ class DynamicPolicy(Policy):
         classify = s.ledger.classify
         quota_holders = {name for name, t in s.ledger.tenants.items() if t.quota > 0}
         borrow_phase = phase is Admission.BORROW
-        for job in s.queue:
+        # The queue is grouped by what a visit reads of a job (queue_group): a job whose visit
+        # changes nothing sets its group aside until something changes (walk.changed), so a
+        # pass visits only the jobs that could act, not the whole queue (issue 12, fault 8).
+        # Only reservation owners are visited whatever their group does.
+        walk = s.queue.walk(always=self._reservations)
+        for job in walk:
             if cluster.free_gpus == 0 and (borrow_phase or not s.borrowers or reclaim_failed <= 1):
                 break
             spec = job.spec
             g, tenant, interactive = spec.gpus, spec.tenant, spec.interactive
             # an interactive request over its tenant's interactive cap blocks only the tenant's other ones
             if g >= tenant_blocked.get((tenant, interactive), INF) or line.held(tenant):
+                walk.set_aside(for_pass=True)  # neither is undone within a walk
                 continue
             admission = verdicts.get((tenant, g, interactive))
             if admission is None:
@@ -123,8 +132,10 @@ class DynamicPolicy(Policy):
                 tenant_blocked[(tenant, interactive)] = g
                 if not interactive:  # past its limit: past its (smaller) interactive limit too
                     tenant_blocked[(tenant, True)] = min(g, tenant_blocked.get((tenant, True), INF))
+                walk.set_aside(for_pass=True)
                 if self._reservations.pop(job.id, None):
                     self._shadow = self._shadows(s)
+                    walk.changed()
                     if kept_off and may_restart:
                         return None
                 continue
@@ -138,11 +149,13 @@ class DynamicPolicy(Policy):
                     # Its tenant's newer jobs may not take that quota first: a stream of small
                     # ones would pass it forever, whatever aging says (see the rules above).
                     line.hold(tenant)
+                walk.set_aside()  # until a start or reclaim changes its verdict
                 continue
             # A job past its tenant's whole quota can only borrow, and other tenants' quota
             # jobs may take its GPUs back whenever they come (the livelock of issue 12).
             beyond_quota = g > s.ledger.tenant(tenant).quota and bool(quota_holders - {tenant})
             if beyond_quota and (len(owners_waiting) > 1 or (owners_waiting and tenant not in owners_waiting)):
+                walk.set_aside(for_pass=True)  # owners_waiting only grows within a walk
                 continue  # it can only borrow, and would be reclaimed at once: wait for a free window
             # Free GPUs in the pools this kind of job may use: when there are too few, skip
             # placement outright (a long queue facing only unusable free GPUs stays cheap).
@@ -163,6 +176,7 @@ class DynamicPolicy(Policy):
                 if exclude is None:
                     exclude = self._excluded(job, now)
                 if self._reclaim(s, job, now, exclude):
+                    walk.changed()
                     verdicts.clear()
                     usable_free.clear()
                     capacity_failed.clear()
@@ -171,6 +185,7 @@ class DynamicPolicy(Policy):
                     reclaim_failed = g
             if alloc is not None:
                 s.admit(job, alloc, borrowed=admission is Admission.BORROW, now=now)
+                walk.changed()
                 verdicts.clear()
                 usable_free.clear()
                 if self._reservations.pop(job.id, None):
@@ -178,16 +193,23 @@ class DynamicPolicy(Policy):
                     if kept_off and may_restart:
                         return None
                 continue
+            # What is left only makes later visits do less (a failed placement or reclaim, a
+            # waiting owner), except a new reservation: the next jobs of this group would find
+            # just the same, so the group waits for a change that could let them do more.
+            walk.set_aside()
             kept_off = kept_off or bool(exclude)
             if not borrow_phase:
                 owners_waiting.add(tenant)
-            if beyond_quota:
-                continue  # never holds nodes for a start its owners may take back at once
-            if job.id not in self._reservations and len(self._reservations) < s.config.max_reservations:
+            if (
+                not beyond_quota
+                and job.id not in self._reservations
+                and len(self._reservations) < s.config.max_reservations
+            ):
                 nodes = self._choose_nodes(s, job)
                 if nodes:
                     self._reservations[job.id] = nodes
                     self._shadow = self._shadows(s)
+                    walk.changed()
         return line.held_tenants(), owners_waiting
 
     # --- backfill reservations --------------------------------------------------------
@@ -283,6 +305,14 @@ class DynamicPolicy(Policy):
         for v in best[1]:
             s.preempt(v.id, now, f"borrowed GPUs reclaimed for tenant {job.tenant!r}")
         return True
+
+
+def dynamic_group(job: Job) -> tuple:
+    """Everything `_walk_once` reads of a job that is not its own reservation: jobs of one
+    group, visited with nothing changed in between, fare alike."""
+    spec = job.spec
+    return (spec.tenant, spec.gpus, spec.interactive, spec.preemptible, spec.gpu_type, spec.cpus, spec.memory,
+            spec.runtime_estimate)  # fmt: skip
 
 
 def _share(gpus: int, nodes: int) -> int:

@@ -1,0 +1,130 @@
+"""`dynamic`'s grouped queue walk (issue 12, fault 8) decides exactly what the plain walk does.
+
+The plain walk visits every queued job; the grouped walk (JobQueue.walk with the policy's
+queue_group) skips the jobs of a group whose last visit changed nothing, until something
+changes that could let them do more. The reference is the same policy with the grouping
+turned off (queue_group -> None: JobQueue.walk is then the plain walk, PlainWalk), so any
+job the grouped walk wrongly skips shows as a different start time.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from jupyter_gpusched.core.model import Job, JobSpec, NodeSpec, Priority, Tenant
+from jupyter_gpusched.core.policies.dynamic import DynamicPolicy, dynamic_group
+from jupyter_gpusched.core.queues import JobQueue, fifo_key
+from jupyter_gpusched.core.scheduler import SchedulerConfig
+from jupyter_gpusched.sim.engine import CheckpointModel, PoolConfig, SimJob, Simulation
+from jupyter_gpusched.sim.traces import TraceJob
+
+# quota 0: borrows only; quota 8 with 16-GPU jobs: past its whole quota (can only borrow)
+TENANTS = [Tenant("a", 16), Tenant("b", 16, burst=8), Tenant("c", 8), Tenant("d", 24), Tenant("e", 0)]
+
+
+class PlainDynamic(DynamicPolicy):
+    """The reference: the same pass over every queued job."""
+
+    def queue_group(self):
+        return None
+
+
+def _workload(n: int, seed: int) -> list[SimJob]:
+    rng = random.Random(seed)
+    jobs, t = [], 0.0
+    for i in range(n):
+        t += rng.expovariate(1 / 110)  # overloaded: about 1.2x the 72 GPUs' capacity
+        prio = rng.choice([Priority.HIGH, Priority.NORMAL, Priority.LOW])
+        gpus = rng.choices([1, 2, 4, 8, 16], [45, 20, 15, 12, 8])[0]
+        tenant = rng.choices(TENANTS, [30, 25, 20, 15, 10])[0].name
+        dur = min(rng.lognormvariate(math.log(1800), 1.0), 86400)
+        status = rng.choices(["ok", "failed", "cancelled"], [90, 5, 5])[0]
+        jobs.append(SimJob(TraceJob(f"j{i}", t, dur, gpus, tenant, status=status), prio, prio is not Priority.HIGH))
+    return jobs
+
+
+def _replay(policy, estimates: str, seed: int, reservations: int) -> tuple[list[tuple], int]:
+    pools = [
+        PoolConfig("od", tuple(NodeSpec(f"od-{i}", 8, "od") for i in range(6)), 3.0, gpus_per_node=8),
+        PoolConfig("big", tuple(NodeSpec(f"big-{i}", 16, "big") for i in range(1)), 3.0, gpus_per_node=16),
+    ]
+    ck = CheckpointModel(interval_s=1800, cost_s=30, restore_s=60, applies_to="preemptible")
+    sim = Simulation(
+        _workload(700, seed), pools, TENANTS, policy, checkpoint=ck, estimates=estimates,
+        config=SchedulerConfig(aging_interval=1800, max_reservations=reservations),
+    )  # fmt: skip
+    res = sim.run()
+    return [(j.id, j.first_start, j.end, j.attempts, j.preemptions, j.state) for j in res.jobs], res.scheduler_passes
+
+
+@pytest.mark.parametrize(
+    ("estimates", "seed", "reservations"),
+    [("none", 1, 1), ("learned", 2, 1), ("exact", 3, 2), ("learned", 4, 3)],
+)
+def test_grouped_walk_schedules_exactly_as_the_plain_walk(estimates, seed, reservations):
+    grouped, passes = _replay(DynamicPolicy(), estimates, seed, reservations)
+    plain, plain_passes = _replay(PlainDynamic(), estimates, seed, reservations)
+    assert grouped == plain and passes == plain_passes
+    # the workload is loaded enough to matter: jobs wait, some are preempted, all end
+    assert sum(1 for r in plain if r[1] is not None and r[1] > 0) > 0
+    assert any(r[4] for r in plain) and all(r[2] is not None for r in plain)
+
+
+class CheckedDynamic(DynamicPolicy):
+    """Checks, before each pass, that every queued job is filed under its group as it is now."""
+
+    checked = 0
+
+    def schedule(self, s, now):
+        for job in s.queue:
+            assert s.queue._group_of[job.id] == dynamic_group(job), job.id
+            self.checked += job.spec.learned_runtime is not None
+        super().schedule(s, now)
+
+
+def test_learned_estimates_keep_queued_jobs_in_their_group():
+    # a queued job's learned estimate changes as runs like it finish: the driver regroups it
+    policy = CheckedDynamic()
+    _replay(policy, "learned", 5, 1)
+    assert policy.checked > 1000
+
+
+def _job(i: int, tenant: str, gpus: int, t: float) -> Job:
+    return Job(id=f"j{i}", spec=JobSpec("n", gpus=gpus, tenant=tenant), submitted_at=t, seq=i)
+
+
+def test_grouped_walk_sets_groups_aside_until_a_change():
+    q = JobQueue(fifo_key, group=lambda j: (j.spec.tenant, j.spec.gpus))
+    jobs = [_job(i, "ab"[i % 2], 1, float(i)) for i in range(8)]  # a: j0 j2 j4 j6, b: j1 j3 j5 j7
+    for job in jobs:
+        q.push(job)
+    seen = []
+    walk = q.walk(always={"j4"})
+    for job in walk:
+        seen.append(job.id)
+        if job.id in ("j0", "j1"):
+            walk.set_aside()  # both groups rest ...
+        if job.id == "j4":  # ... but j4 is always visited
+            walk.changed()  # and its change resumes them after it
+            q.push(_job(99, "a", 1, -1.0))  # pushed during the walk: not in this walk
+            q.remove("j6")  # removed during the walk: not yielded
+        if job.id == "j5":
+            walk.set_aside(for_pass=True)
+        if job.id == "j7":
+            raise AssertionError("b was set aside for the pass")
+    assert seen == ["j0", "j1", "j4", "j5"]
+    assert [j.id for j in q.walk()] == ["j99", "j0", "j1", "j2", "j3", "j4", "j5", "j7"]
+
+
+def test_regroup_follows_a_changed_estimate():
+    q = JobQueue(fifo_key, group=dynamic_group)
+    job = _job(0, "a", 1, 0.0)
+    q.push(job)
+    q.push(_job(1, "a", 1, 1.0))
+    assert len(q._groups) == 1
+    job.spec = JobSpec("n", gpus=1, tenant="a", learned_runtime=600.0)
+    q.regroup(job)
+    assert len(q._groups) == 2 and [j.id for j in q.walk()] == ["j0", "j1"]
