@@ -2,9 +2,9 @@
 # Set up and run every test, on a fresh machine too (this is what CI's .ci/run calls):
 #   1. system tools the tests need (when run as root on Debian: Chromium and Node, PostgreSQL and
 #      configurable-http-proxy, Prometheus; each script is idempotent and only checks when all is there),
-#   2. the Kubernetes control plane + kwok, built from Go modules into a cache outside the repo
-#      (~20 min the first time on a cold machine, nothing after; GPUSCHED_SKIP_K8S_BUILD=1 skips it and the
-#      Kubernetes tests then skip with a message),
+#   2. the Kubernetes control plane + kwok, and Helm beside them, built from Go modules into a cache outside
+#      the repo (~25 min the first time on a cold machine, nothing after; GPUSCHED_SKIP_K8S_BUILD=1 skips them
+#      and the Kubernetes tests then skip with a message),
 #   3. the virtual environment (.venv) with the package and its [test] extra,
 #   4. checks: ruff (lint + format), mypy, the lab extension's ESLint/Prettier and Jest tests,
 #   5. pytest: unit, property, layer contract, real Jupyter server, kernel, browser, hub, Kubernetes.
@@ -19,7 +19,12 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 else
   echo "test.sh: not root (or no apt-get): system packages are not installed; tests needing them skip" >&2
 fi
+helm_build=""
 if [ "${GPUSCHED_SKIP_K8S_BUILD:-0}" != 1 ]; then
+  # Helm, for the chart tests, builds beside the control plane (~7 min cold, nothing once cached).
+  helm_log="${TMPDIR:-/tmp}/gpusched-helm-build.log"
+  bash scripts/helm.sh build >"$helm_log" 2>&1 &
+  helm_build=$!
   bash scripts/k8s-testenv.sh build    # cached by version under ~/.cache/jupyter-gpusched/k8s
 fi
 
@@ -35,4 +40,8 @@ echo "test.sh: ruff, mypy, ESLint, Jest"
   jlpm lint:check
   jlpm test
 )
+if [ -n "$helm_build" ] && ! wait "$helm_build"; then
+  echo "test.sh: the helm build failed (tests/test_k8s_chart.py will skip); its log:" >&2
+  tail -n 20 "$helm_log" >&2
+fi
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -1,7 +1,7 @@
 """The Helm chart deploy/helm/jupyter-gpusched: it renders, the test control plane's API server accepts every
 object it renders (server-side dry run), and its RBAC is enough for the Kubernetes backend and no more.
 
-Needs helm (`bash scripts/helm.sh build`, cached outside the repo; a cold build is long, so CI never builds it:
+Needs helm (`bash scripts/helm.sh build`, cached outside the repo; scripts/test.sh builds it, and without it
 these tests skip saying how) and, for the cluster tests, the test control plane (`bash scripts/k8s-testenv.sh build`).
 """
 
