@@ -97,7 +97,7 @@ class Selection:
         if self.model == self.default:
             what += (
                 f" (the default; a challenger must backtest {SELECT_MARGIN:.0%} better on average"
-                " and better at 2 origins in 3; a day ahead, on most of the days too)"
+                " and better at 2 origins in 3; where origins overlap, a sign test over horizon-long blocks too)"
             )
         return (
             f"{'as asked' if self.forced else 'selected'} {what}: backtest MASE {f(self.mase[self.model])} ({base}) over {self.origins} hourly origins"
