@@ -52,6 +52,7 @@ __all__ = [
     "evaluate",
     "fit_selected",
     "select",
+    "sign_test_p",
 ]
 
 AUTO = "auto"
