@@ -153,6 +153,12 @@ def test_where_origins_overlap_a_challenger_must_win_a_sign_test_over_independen
         "ets", "revert", {"revert": 1.0, "ets": 0.9}, {"revert": default[:48], "ets": steady[:48]}, 24
     )
     mixed = np.concatenate([np.full(24, 0.5), np.full(10, 0.9), np.full(14, 1.2)])  # 34 of 48, one day of two
+    # fewer origins than a block (under a day of them) are one block, which must be won
+    assert _beats_default(
+        "ets", "revert", {"revert": 1.0, "ets": 0.9}, {"revert": default[:10], "ets": steady[:10]}, 24
+    )
+    half = np.where(np.arange(10) < 7, 0.5, 2.5)  # better at 7 of 10 origins, worse on their mean
+    assert not _beats_default("ets", "revert", {"revert": 1.0, "ets": 0.9}, {"revert": default[:10], "ets": half}, 24)
     two = {"revert": default[:48], "ets": mixed}
     assert _beats_default("ets", "revert", {"revert": 1.0, "ets": float(mixed.mean())}, two, 1)
     assert not _beats_default("ets", "revert", {"revert": 1.0, "ets": float(mixed.mean())}, two, 24)

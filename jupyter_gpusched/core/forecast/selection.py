@@ -250,13 +250,15 @@ def _beats_default(
 
 
 def _blocks(x: np.ndarray, size: int) -> np.ndarray:
-    """Means of consecutive blocks of `size` origins, the last block ending at the last origin
-    (a partial block at the start is dropped)."""
-    n = len(x) // size
-    if size <= 1 or n == 0:
+    """Means (of the finite values) of consecutive blocks of `size` origins, the last block
+    ending at the last origin (a partial block at the start is dropped; fewer origins than a
+    block are one block). NaN for a block with no finite value."""
+    if size <= 1:
         return x
-    with np.errstate(invalid="ignore"):
-        return np.nanmean(x[len(x) - n * size :].reshape(n, size), axis=1)
+    n = max(1, len(x) // size)
+    x = x[max(0, len(x) - n * size) :]
+    parts = np.array_split(x, n)
+    return np.array([float(p[np.isfinite(p)].mean()) if np.isfinite(p).any() else math.nan for p in parts])
 
 
 def sign_test_p(wins: int, n: int) -> float:
