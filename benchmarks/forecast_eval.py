@@ -6,8 +6,9 @@ ensemble, fits it on that window and forecasts; it is scored against what happen
 the two baselines (seasonal-naive: same time yesterday; last-value: the last 10-minute mean
 held). All through `core.forecast.evaluate` (the evaluation `forecast-eval` prints too).
 
-Next to ``auto``: ``unchanged``, the selection as it was before the ``revert`` model (without
-it, the latest demand its default), so one run measures the gain side by side; `--also` adds
+Next to ``auto``: ``unchanged``, the selection as it was before the sign test (a challenger
+served when 5% better and better at 2 origins in 3, at every horizon), so one run measures
+the change side by side; `--also` adds
 named models scored on their own (e.g. ``--also latest,revert``).
 
 Choice set (every default and threshold was chosen on these): 12 of the 16 Helios Earth VCs
@@ -169,7 +170,7 @@ def summary_line(label: str, s: dict, models) -> str:
     )
     if F.UNCHANGED in models:
         text += (
-            f"\n{' ' * len(label)}  unchanged (without revert): median MASE {_fmt(mm[F.UNCHANGED])}; beats the better "
+            f"\n{' ' * len(label)}  unchanged (before the sign test): median MASE {_fmt(mm[F.UNCHANGED])}; beats the better "
             f"baseline on {s['unchanged_wins_vs_better_baseline']}/{s['unchanged_series']}; worst ratio "
             f"{_fmt(s['unchanged_worst_ratio_to_better_baseline'])}; 80% band holds "
             f"{_fmt(s['unchanged_band_coverage_mean'], 2)}"
@@ -230,7 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--origins", type=int, default=50, help="origins per series and horizon (default 50)")
     p.add_argument("--all-models", action="store_true", help="also score every candidate model on its own")
     p.add_argument("--also", default="", help="comma-separated models to score on their own too (e.g. latest,revert)")
-    p.add_argument("--no-unchanged", action="store_true", help="leave out `unchanged` (the selection without revert)")
+    p.add_argument(
+        "--no-unchanged", action="store_true", help="leave out `unchanged` (the selection before the sign test)"
+    )
     p.add_argument("--jobs", type=int, default=1, help="series evaluated in parallel processes (default 1)")
     p.add_argument("--json", help="write every figure here")
     args = p.parse_args(argv)

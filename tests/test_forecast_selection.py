@@ -132,3 +132,33 @@ def test_evaluate_scores_the_served_forecast_and_the_spread():
     assert auto.mase_median == pytest.approx(np.median(finite)) and auto.mase_worst == pytest.approx(finite.max())
     # a strong daily shape: the served forecast does as well as seasonal-naive, far better than last-value
     assert auto.mase <= bt.models["seasonal-naive"].mase * 1.05 < bt.models["last-value"].mase
+
+
+def test_where_origins_overlap_a_challenger_must_win_a_sign_test_over_independent_blocks():
+    from jupyter_gpusched.core.forecast.selection import _beats_default, sign_test_p
+
+    assert sign_test_p(5, 5) == pytest.approx(1 / 32) and sign_test_p(0, 7) == 1.0
+    assert sign_test_p(4, 5) == pytest.approx(6 / 32)
+    # a day ahead, 120 hourly origins are five days: blocks of 24 origins, five outcomes
+    default = np.ones(120)
+    lucky = np.where(np.arange(120) < 80, 0.5, 1.05)  # 32% better on average, at 80 of 120 origins
+    scores = {"revert": 1.0, "ets": float(lucky.mean())}
+    per_origin = {"revert": default, "ets": lucky}
+    assert _beats_default("ets", "revert", scores, per_origin, 1)  # origins apart: 2 in 3 is enough
+    assert not _beats_default("ets", "revert", scores, per_origin, 24)  # 4 days of 5: p = 0.19
+    steady = np.full(120, 0.9)  # 10% better every day
+    assert _beats_default("ets", "revert", {"revert": 1.0, "ets": 0.9}, {"revert": default, "ets": steady}, 24)
+    # two days of origins: no test can reach 5%, so every day must be won
+    assert _beats_default(
+        "ets", "revert", {"revert": 1.0, "ets": 0.9}, {"revert": default[:48], "ets": steady[:48]}, 24
+    )
+    mixed = np.concatenate([np.full(24, 0.5), np.full(10, 0.9), np.full(14, 1.2)])  # 34 of 48, one day of two
+    # fewer origins than a block (under a day of them) are one block, which must be won
+    assert _beats_default(
+        "ets", "revert", {"revert": 1.0, "ets": 0.9}, {"revert": default[:10], "ets": steady[:10]}, 24
+    )
+    half = np.where(np.arange(10) < 7, 0.5, 2.5)  # better at 7 of 10 origins, worse on their mean
+    assert not _beats_default("ets", "revert", {"revert": 1.0, "ets": 0.9}, {"revert": default[:10], "ets": half}, 24)
+    two = {"revert": default[:48], "ets": mixed}
+    assert _beats_default("ets", "revert", {"revert": 1.0, "ets": float(mixed.mean())}, two, 1)
+    assert not _beats_default("ets", "revert", {"revert": 1.0, "ets": float(mixed.mean())}, two, 24)

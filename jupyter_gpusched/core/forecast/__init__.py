@@ -16,7 +16,8 @@ stood at its end.
 ``auto`` (`selection`): hourly origins over the last 6 days of the history, every candidate
 fitted on what came before them; the lowest backtest MASE wins, but the default (``revert``
 once the window spans a week, else the latest demand held) stays unless a challenger is 5%
-better and better at two origins in three. The served model's
+better and better at two origins in three (and, where origins overlap, a day ahead, wins a
+one-sided sign test over horizon-long blocks of them: about five outcomes, not 120). The served model's
 band is the 10th-90th percentile of its own backtest errors per lead time (split conformal).
 Too little history to select (under 6 hours plus the horizon): the latest demand, held.
 

@@ -6,7 +6,10 @@ first origin and run forward over the data up to each origin), adds the median o
 `ENSEMBLE_SIZE` candidates, and picks the lowest mean MASE; a challenger replaces the
 default (`DEFAULT_MODEL`, ``revert``: the latest demand pulled toward the week's mean; the
 latest demand held where the window is under a week) only when it beats it by `SELECT_MARGIN` on
-average and at two origins in three, because a few days of origins rank close models by chance. Prophet is a candidate once
+average and at two origins in three, because a few days of origins rank close models by chance;
+where the origins overlap (a day ahead, hourly origins share all but an hour of their
+outcomes, so six days of them are about five outcomes, not 120), a one-sided sign test over
+horizon-long blocks of origins must say so too (`SELECT_ALPHA`). Prophet is a candidate once
 the candidates' fit window spans two weeks (its weekly season; on a shorter window its daily
 shape is what seasonal-naive and the ensemble already offer, at a tenth of the cost). `SelectedModel` is the served
 forecast: the chosen model (or ensemble) refitted on the whole window, with a band of the
@@ -40,6 +43,7 @@ __all__ = [
     "DEFAULT_SELECT_HORIZON",
     "ENSEMBLE",
     "ENSEMBLE_SIZE",
+    "SELECT_ALPHA",
     "SELECT_MARGIN",
     "SELECT_SPAN_S",
     "UNCHANGED",
@@ -48,15 +52,15 @@ __all__ = [
     "evaluate",
     "fit_selected",
     "select",
+    "sign_test_p",
 ]
 
 AUTO = "auto"
 ENSEMBLE = "ensemble"
 CANDIDATES = ("revert", "latest", "prophet-ar", "ets", "seasonal-naive", "last-value")
 DEFAULT_MODEL = "revert"  # the latest demand pulled toward the week's mean (core.forecast.revert)
-UNCHANGED = "unchanged"  # the selection before `revert`: without it, the latest demand the default
+UNCHANGED = "unchanged"  # the selection before the sign test: a challenger better at 2 origins in 3
 SELECT_MARGIN = 0.05  # a challenger must backtest 5% better than the default to be served
-_BEFORE_REVERT = tuple(c for c in CANDIDATES if c != "revert")
 ENSEMBLE_SIZE = 3
 SELECT_SPAN_S = 6 * DAY  # the selection backtests on the last 6 days of the training window
 SELECT_EVERY_S = 3600.0  # one selection origin an hour
@@ -64,6 +68,7 @@ MIN_FIT_S = 6 * 3600.0  # the non-seasonal candidates need 6 hours before the fi
 MIN_FIT_STEPS = 24  # and 24 buckets (a month of daily buckets is not fitted on 6 hours)
 MIN_WINDOWS = 6  # the origins span at least 6 horizons (a long horizon: a longer span)
 SELECT_CONSISTENCY = 2 / 3  # ... and is better at two origins in three
+SELECT_ALPHA = 0.05  # ... and, where origins overlap, a sign test over horizon-long blocks says so
 DEFAULT_SELECT_HORIZON = 6  # steps, when a caller does not say (1 hour of 10-minute buckets)
 # on a tie, the simpler model: the baselines first, the ensemble last
 _PREFERENCE = ("last-value", "seasonal-naive", "ets", "theta", "prophet-ar", "prophet", "mean", ENSEMBLE)
@@ -93,7 +98,7 @@ class Selection:
         if self.model == self.default:
             what += (
                 f" (the default; a challenger must backtest {SELECT_MARGIN:.0%} better on average"
-                " and better at 2 origins in 3)"
+                " and better at 2 origins in 3; where origins overlap, a sign test over horizon-long blocks too)"
             )
         return (
             f"{'as asked' if self.forced else 'selected'} {what}: backtest MASE {f(self.mase[self.model])} ({base}) over {self.origins} hourly origins"
@@ -133,11 +138,13 @@ def select(
     cache: dict | None = None,
     force: str | None = None,
     default: str = DEFAULT_MODEL,
+    sign_test: bool = True,
 ) -> Selection | None:
     """Backtest `candidates` on `series.values[lo:hi]` at `horizon` and pick the best (or the
     ensemble of the best few); `force` serves that candidate whatever the ranking (a model
     asked for by name, still scored against the others). None when the window is too short
-    for one selection origin."""
+    for one selection origin. `sign_test=False` is the rule before the sign test (`UNCHANGED`):
+    the best challenger, when better at 2 origins in 3 whatever the horizon."""
     step = series.step_s
     every = max(1, int(round(SELECT_EVERY_S / step)))
     span = max(int(SELECT_SPAN_S / step), MIN_WINDOWS * horizon)
@@ -191,7 +198,10 @@ def select(
         per_origin[ENSEMBLE] = np.nanmean(np.abs(bt.actual - points[ENSEMBLE]), axis=1) / bt.scales
     if default not in scores:
         default = "latest" if "latest" in scores else best
-    if best != default and not _beats_default(best, default, scores, per_origin):
+    # origins closer than a horizon share outcomes: where they do, the evidence is counted in
+    # horizon-long blocks (independent outcomes) by a sign test as well
+    block = max(1, int(round(horizon / every))) if sign_test else 1
+    if best != default and not _beats_default(best, default, scores, per_origin, block):
         best = default
     if force is not None and force in points:
         best = force
@@ -209,9 +219,15 @@ def select(
     )
 
 
-def _beats_default(name: str, default_name: str, scores: dict[str, float], per_origin: dict[str, np.ndarray]) -> bool:
+def _beats_default(
+    name: str, default_name: str, scores: dict[str, float], per_origin: dict[str, np.ndarray], block: int = 1
+) -> bool:
     """A challenger is served only when it backtests `SELECT_MARGIN` better than the default
-    on average and better at `SELECT_CONSISTENCY` of the origins (not by one lucky day)."""
+    on average and better at `SELECT_CONSISTENCY` of the origins (not by one lucky day); and,
+    where the origins overlap (`block` > 1 origins to a horizon), when a one-sided sign test
+    over horizon-long blocks (independent outcomes; ties left out) puts its wins at
+    `SELECT_ALPHA` or below. With too few blocks for the test to get there (under 5), it must
+    win every block."""
     default = scores.get(default_name, math.nan)
     if not math.isfinite(default):
         return True
@@ -219,7 +235,35 @@ def _beats_default(name: str, default_name: str, scores: dict[str, float], per_o
         return False
     a, d = per_origin[name], per_origin[default_name]
     ok = np.isfinite(a) & np.isfinite(d)
-    return bool(ok.any()) and float(np.mean(a[ok] < d[ok])) >= SELECT_CONSISTENCY
+    if not (ok.any() and float(np.mean(a[ok] < d[ok])) >= SELECT_CONSISTENCY):
+        return False
+    if block <= 1:
+        return True
+    a, d = _blocks(a, block), _blocks(d, block)
+    ok = np.isfinite(a) & np.isfinite(d) & (np.abs(a - d) > 1e-12)
+    n, wins = int(ok.sum()), int(np.count_nonzero(a[ok] < d[ok]))
+    if n == 0:
+        return False
+    if sign_test_p(n, n) > SELECT_ALPHA:  # even winning every block would not be significant
+        return wins == n
+    return sign_test_p(wins, n) <= SELECT_ALPHA
+
+
+def _blocks(x: np.ndarray, size: int) -> np.ndarray:
+    """Means (of the finite values) of consecutive blocks of `size` origins, the last block
+    ending at the last origin (a partial block at the start is dropped; fewer origins than a
+    block are one block). NaN for a block with no finite value."""
+    if size <= 1:
+        return x
+    n = max(1, len(x) // size)
+    x = x[max(0, len(x) - n * size) :]
+    parts = np.array_split(x, n)
+    return np.array([float(p[np.isfinite(p)].mean()) if np.isfinite(p).any() else math.nan for p in parts])
+
+
+def sign_test_p(wins: int, n: int) -> float:
+    """One-sided sign test: the chance of `wins` or more wins in `n` fair coin flips."""
+    return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n if n else 1.0
 
 
 class SelectedModel(Fitted):
@@ -270,13 +314,14 @@ def fit_selected(
     force: str | None = None,
     candidates: Sequence[str] = CANDIDATES,
     default: str = DEFAULT_MODEL,
+    sign_test: bool = True,
 ) -> tuple[SelectedModel | None, Selection | None]:
     """Select on `series.values[lo:hi]` at `horizon`, then fit the choice on the same window.
     With `force` (a model asked for by name): that model, scored against the baselines.
-    `candidates` and `default` give another selection (the evaluation's ``unchanged``)."""
+    `candidates`, `default` and `sign_test` give another selection (the evaluation's ``unchanged``)."""
     if force not in (None, ENSEMBLE):
         candidates = tuple(dict.fromkeys((force, *BASELINES)))
-    sel = select(series, lo, hi, horizon, candidates, cache, force, default)
+    sel = select(series, lo, hi, horizon, candidates, cache, force, default, sign_test)
     if sel is None:
         return None, None
     return SelectedModel(series, lo, hi, sel, cache), sel
@@ -302,15 +347,15 @@ def evaluate(
     ``ensemble`` the median of the best few candidates there, served whatever the ranking.
     Bands are the models' own (no calibration on the evaluation's origins). `served`, when
     given, collects the model ``auto`` served at each fit. ``unchanged`` (`UNCHANGED`) is the
-    selection as it was before ``revert``: without it, the latest demand its default
-    (`served_unchanged` collects what it served), so a run shows the gain side by side."""
+    selection as it was before the sign test: a challenger served when better at 2 origins in
+    3 (`served_unchanged` collects what it served), so a run shows the change side by side."""
     cache = {} if fits_cache is None else fits_cache
 
     def fitter(name: str, s: Series, lo: int, hi: int, c: dict) -> tuple[Fitted, str]:
         if name not in (AUTO, ENSEMBLE, UNCHANGED):
             return fit_with_fallback(name, "", s, lo, hi, c)
         if name == UNCHANGED:
-            chosen, _ = fit_selected(s, lo, hi, horizon, c, None, _BEFORE_REVERT, "latest")
+            chosen, _ = fit_selected(s, lo, hi, horizon, c, None, sign_test=False)
         else:
             chosen, _ = fit_selected(s, lo, hi, horizon, c, force=None if name == AUTO else ENSEMBLE)
         fitted: Fitted = chosen if chosen is not None else fit_with_fallback("latest", "", s, lo, hi, c)[0]
