@@ -1,4 +1,5 @@
-"""`dynamic`'s grouped queue walk (issue 12, fault 8) decides exactly what the plain walk does.
+"""The grouped queue walk (issue 12, fault 8) decides exactly what the plain walk does, in
+`dynamic`, `static` and `tiresias`.
 
 The plain walk visits every queued job; the grouped walk (JobQueue.walk with the policy's
 queue_group) skips the jobs of a group whose last visit changed nothing, until something
@@ -16,6 +17,8 @@ import pytest
 
 from jupyter_gpusched.core.model import Job, JobSpec, NodeSpec, Priority, Tenant
 from jupyter_gpusched.core.policies.dynamic import DynamicPolicy, dynamic_group
+from jupyter_gpusched.core.policies.static import StaticPolicy
+from jupyter_gpusched.core.policies.tiresias import TiresiasPolicy
 from jupyter_gpusched.core.queues import JobQueue, fifo_key
 from jupyter_gpusched.core.scheduler import SchedulerConfig
 from jupyter_gpusched.sim.engine import CheckpointModel, PoolConfig, SimJob, Simulation
@@ -28,6 +31,16 @@ TENANTS = [Tenant("a", 16), Tenant("b", 16, burst=8), Tenant("c", 8), Tenant("d"
 class PlainDynamic(DynamicPolicy):
     """The reference: the same pass over every queued job."""
 
+    def queue_group(self):
+        return None
+
+
+class PlainStatic(StaticPolicy):
+    def queue_group(self):
+        return None
+
+
+class PlainTiresias(TiresiasPolicy):
     def queue_group(self):
         return None
 
@@ -71,6 +84,25 @@ def test_grouped_walk_schedules_exactly_as_the_plain_walk(estimates, seed, reser
     # the workload is loaded enough to matter: jobs wait, some are preempted, all end
     assert sum(1 for r in plain if r[1] is not None and r[1] > 0) > 0
     assert any(r[4] for r in plain) and all(r[2] is not None for r in plain)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_static_grouped_walk_schedules_exactly_as_the_plain_walk(seed):
+    # static blocks a tenant's line at its first job that cannot start (tenant e, quota 0, always)
+    grouped, passes = _replay(StaticPolicy(), "none", seed, 1)
+    plain, plain_passes = _replay(PlainStatic(), "none", seed, 1)
+    assert grouped == plain and passes == plain_passes
+    waited = [r for r in plain if r[1] is not None and r[1] > 0]
+    assert len(waited) > 100 and any(r[1] is None for r in plain)  # lines form; e's jobs never start
+
+
+@pytest.mark.parametrize(("thresholds", "seed"), [((3600.0,), 1), ((3600.0,), 2), ((1800.0, 14400.0), 3)])
+def test_tiresias_grouped_walk_schedules_exactly_as_the_plain_walk(thresholds, seed):
+    grouped, passes = _replay(TiresiasPolicy(thresholds), "none", seed, 1)
+    plain, plain_passes = _replay(PlainTiresias(thresholds), "none", seed, 1)
+    assert grouped == plain and passes == plain_passes
+    assert sum(1 for r in plain if r[1] is not None and r[1] > 0) > 100
+    assert sum(r[4] for r in plain) > 20 and all(r[2] is not None for r in plain)  # demotions preempt; all end
 
 
 class CheckedDynamic(DynamicPolicy):

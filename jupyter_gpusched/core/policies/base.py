@@ -76,9 +76,13 @@ class Policy(ABC):
 
 def admit_in_order(s: Scheduler, now: float, *, per_tenant: bool, respect_quota: bool) -> None:
     """Strict head-of-line order: the first job that cannot start blocks everything behind
-    it (in its tenant's line when `per_tenant`, else the whole queue). No backfill."""
+    it (in its tenant's line when `per_tenant`, else the whole queue). No backfill.
+
+    A queue grouped by tenant (`tenant_group`) lets the walk set a blocked tenant's line
+    aside for the pass: its later jobs are never visited (they would only be skipped)."""
     blocked: set[str] = set()
-    for job in s.queue:
+    walk = s.queue.walk()
+    for job in walk:
         if s.cluster.free_gpus == 0:
             return
         if job.tenant in blocked:
@@ -93,5 +97,11 @@ def admit_in_order(s: Scheduler, now: float, *, per_tenant: bool, respect_quota:
             if not per_tenant:
                 return
             blocked.add(job.tenant)
+            walk.set_aside(for_pass=True)  # a blocked tenant stays blocked for the pass
             continue
         s.admit(job, alloc, borrowed=False, now=now)
+
+
+def tenant_group(job: Job) -> str:
+    """Groups for a walk that blocks whole tenants (`admit_in_order` with `per_tenant`)."""
+    return job.spec.tenant

@@ -37,7 +37,11 @@ class PreemptiveListPolicy(Policy):
         # ... and the smallest that found no victims: a later job ranks no better, so one as
         # large finds none either (until a preemption changes who runs)
         no_victims: dict[tuple, int] = {}
-        for job in s.queue:
+        # A visit that neither admits nor preempts leaves the next jobs of its group (queue_group:
+        # same rank, size, preemptible and gpu type) to do just as little until something is
+        # admitted or preempted: the walk sets the group aside until then (walk.changed).
+        walk = s.queue.walk()
+        for job in walk:
             key = (job.spec.preemptible, job.spec.gpu_type)
             alloc = s.place(job) if job.gpus < failed.get(key, 1 << 30) else None
             if alloc is None:
@@ -50,12 +54,15 @@ class PreemptiveListPolicy(Policy):
                     # the queue is in rank order: nobody behind it may preempt either
                     if s.cluster.free_gpus == 0:
                         break
+                    walk.set_aside()
                     continue
                 if job.gpus >= no_victims.get(key, 1 << 30):
+                    walk.set_aside()
                     continue
                 victims = self._victims(s, job, rank, running, now)
                 if not victims:
                     no_victims[key] = job.gpus
+                    walk.set_aside()
                     continue
                 for v in victims:
                     s.preempt(v.id, now, f"preempted for {job.id} ({self.name})")
@@ -63,10 +70,12 @@ class PreemptiveListPolicy(Policy):
                 worst = max(running.values(), default=None)
                 failed.clear()
                 no_victims.clear()
+                walk.changed()
                 alloc = s.place(job)
                 if alloc is None:  # pragma: no cover - the victims' node has room by construction
                     continue
             s.admit(job, alloc, borrowed=False, now=now)
+            walk.changed()
             if running is not None:
                 running[job.id] = b = self.bar(s, job, now)
                 worst = b if worst is None else max(worst, b)

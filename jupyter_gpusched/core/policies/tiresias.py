@@ -44,6 +44,16 @@ class TiresiasPolicy(PreemptiveListPolicy):
 
         return key
 
+    def queue_group(self):
+        # everything the walk (PreemptiveListPolicy.schedule) reads of a queued job
+        level = self.level
+
+        def group(job: Job) -> tuple:
+            spec = job.spec
+            return (level(job.attained_gpu_s), spec.gpus, spec.preemptible, spec.gpu_type)
+
+        return group
+
     def queued_rank(self, job: Job) -> int:
         return self.level(job.attained_gpu_s)
 
