@@ -88,7 +88,9 @@ def test_many_pods_logs_are_copied_side_by_side_each_line_once_into_its_own_job(
         headers = [row for row in rows if "log of pod" in row]
         assert len(headers) == 1 and f"log of pod {job_name(j.id)}-" in headers[0], headers
     stats = service.backend.log_stats
-    assert stats["fetches"] >= 4 * n
+    # Each line was printed only once the one before was in every log, so every pod was fetched at least once
+    # per line (a pod's first fetch may already bring line 0: on a loaded machine 4 per pod is not guaranteed).
+    assert stats["fetches"] >= 3 * n
     assert stats["in_flight"] <= 4 and stats["max_in_flight"] <= 4
     service.backend.delete_all_jobs()
     service.backend.close()
