@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .model import Job, JobSpec, JobState
 
@@ -136,19 +136,14 @@ class QueuedEstimates:
     estimate a finished run can change (those followed under one of the keys it updated): the
     simulator's driver. (The live service refreshes every queued job before each pass.)"""
 
-    def __init__(self, history: RuntimeHistory):
+    def __init__(self, history: RuntimeHistory, set_runtime: Callable[[Job, float | None], None]):
         self.history = history
+        self._set_runtime = set_runtime  # Scheduler.set_learned_runtime: the queue refiles the job
         self._by_key: dict[str, dict[str, Job]] = {}  # key -> queued jobs whose estimate it may change
-        # called with a job whose estimate changed (the driver's queue regroups it: JobQueue.regroup)
-        self.on_change: Callable[[Job], None] | None = None
 
     def _set(self, job: Job) -> Estimate | None:
         est = self.history.estimate(job.spec)
-        seconds = est.seconds if est is not None else None
-        if job.spec.learned_runtime != seconds:
-            job.spec = replace(job.spec, learned_runtime=seconds)
-            if self.on_change is not None:
-                self.on_change(job)
+        self._set_runtime(job, est.seconds if est is not None else None)
         return est
 
     def track(self, job: Job) -> None:

@@ -333,6 +333,13 @@ class Scheduler:
                 return alloc
         return None
 
+    def set_learned_runtime(self, job: Job, seconds: float | None) -> None:
+        """Give `job` a learned runtime estimate (core/estimates.py); a queue grouped by estimate
+        (JobQueue.walk) files it under its new group."""
+        if job.spec.learned_runtime != seconds:
+            job.spec = dataclasses.replace(job.spec, learned_runtime=seconds)
+            self.queue.regroup(job)
+
     def projected_end(self, job: Job) -> float:
         """When an active job is expected to release its GPUs (inf when unknown)."""
         est = job.spec.runtime_estimate

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from ..core import Job, JobState, Scheduler
@@ -64,9 +63,7 @@ class Estimates:
                 self.by_job[job.id] = est
             else:
                 self.by_job.pop(job.id, None)
-            if job.spec.learned_runtime != seconds:
-                job.spec = replace(job.spec, learned_runtime=seconds)
-                scheduler.queue.regroup(job)  # a queue grouped by estimate (JobQueue.walk) refiles it
+            scheduler.set_learned_runtime(job, seconds)
 
     def describe(self, job: Job) -> dict[str, Any]:
         """The API's `runtime_estimate`: seconds, source (learned | max_runtime | None), basis, samples."""

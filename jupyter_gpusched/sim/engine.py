@@ -104,9 +104,8 @@ class Simulation:
         self.oracle = self.policy.oracle
         self.estimates = estimates
         # `learned`: a queued job's estimate comes from the jobs finished so far (core/estimates.py), never its own run
-        self.learned = QueuedEstimates(RuntimeHistory()) if estimates == "learned" and not self.oracle else None
-        if self.learned is not None:
-            self.learned.on_change = self.scheduler.queue.regroup  # a grouped queue refiles the job
+        learned = estimates == "learned" and not self.oracle
+        self.learned = QueuedEstimates(RuntimeHistory(), self.scheduler.set_learned_runtime) if learned else None
         self.jobs = list(jobs)
         self.progress = progress
         self.check = check_invariants
