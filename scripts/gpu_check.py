@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_gpusched.backends.local import LocalBackend
+from jupyter_gpusched.backends.processes import pid_alive
 from jupyter_gpusched.core import JobState
 from jupyter_gpusched.testing.notebooks import make_notebook
 from jupyter_gpusched.testing.service import run_until, service_in
@@ -87,14 +88,6 @@ def probe_of(service: Any, job_id: str) -> dict[str, Any]:
     text = service.log_file(job_id).read_text(errors="replace")
     lines = [line for line in text.splitlines() if "PROBE " in line]
     return json.loads(lines[-1].split("PROBE ", 1)[1]) if lines else {"log_tail": text[-1500:]}
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
 
 
 def main() -> int:
@@ -176,14 +169,14 @@ def main() -> int:
         leak_gpu = leaker.allocation[0][1][0] if leaker.allocation else 0
         ended = time.monotonic()
         try:
-            run_until(service, lambda: not alive(pids.get("with-token", -1)), 30, "the token sweep")
+            run_until(service, lambda: not pid_alive(pids.get("with-token", -1)), 30, "the token sweep")
             swept = True
         except Exception:
             swept = False
         check("the token sweep ends a setsid child that kept the job's token", swept, state=leaker.state.value,
               pids=pids, after_s=round(time.monotonic() - ended, 1))  # fmt: skip
         escaped = pids.get("escaped", -1)
-        check("a child that dropped the token outlives the job (what fencing is for)", alive(escaped), pid=escaped)
+        check("a child that dropped the token outlives the job (what fencing is for)", pid_alive(escaped), pid=escaped)
         try:
             run_until(service, lambda: leak_gpu in cluster.fenced_on(name), 30, "the leak fenced")
             fenced = True
@@ -205,7 +198,7 @@ def main() -> int:
             states=[j.state.value for j in waiting],
         )
         for pid in pids.values():
-            if alive(pid):
+            if pid_alive(pid):
                 os.kill(pid, signal.SIGKILL)
         cleaned = time.monotonic()
         run_until(service, lambda: leak_gpu not in cluster.fenced_on(name), 60, "the GPU clean again")
