@@ -94,6 +94,7 @@ class Run:
         self.connection_file: str | None = None  # the kernel's, removed if we exit abruptly
         self.nb: Any = None  # the notebook papermill is executing (set when the kernel is up)
         self.exiting = False
+        self.aborted_with: int | None = None  # abort()'s exit code, once another thread is ending the run
         self.stop = threading.Event()
         self.started = time.time()
         self.cell_error: str | None = None  # "NameError: x (cell 3)" once a cell has failed
@@ -212,6 +213,7 @@ class Run:
         if self.exiting:
             return
         self.exiting = True
+        self.aborted_with = code
         outcome: tuple[bool, str] | None
         if not interrupted:  # the watchdog: the notebook's own failure
             outcome = (False, message)
@@ -234,6 +236,12 @@ class Run:
         if self.pump is not None:
             self.pump.close()
         os._exit(code)
+
+    def await_abort(self) -> int:
+        """The watchdog's abort() stopped the kernel under papermill, which then failed: the abort's
+        outcome (max_runtime and its message) is the run's, and abort() ends the process (os._exit)."""
+        time.sleep(60)  # (a bound, should abort() itself fail)
+        return self.aborted_with if self.aborted_with is not None else EXIT_ERROR
 
     def on_signal(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
@@ -495,11 +503,15 @@ def _run(run: Run, args: argparse.Namespace) -> int:
             on_cell_executed=run.on_cell_executed,
         )
     except PapermillExecutionError as exc:
+        if run.aborted_with is not None:
+            return run.await_abort()
         where = exc.exec_count if exc.exec_count is not None else exc.cell_index + 1
         what = f"{exc.ename}: {_one_line(exc.evalue)}" if _one_line(exc.evalue) else exc.ename
         run.fail(f"{what} (cell {where})")
         code = EXIT_CELL_ERROR
     except Exception as exc:
+        if run.aborted_with is not None:
+            return run.await_abort()
         traceback.print_exc()
         text = _one_line(str(exc))
         code = EXIT_NOT_STARTED if run.start_failed(exc) else EXIT_ERROR
