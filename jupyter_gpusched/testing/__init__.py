@@ -6,7 +6,7 @@ from the modules here. Only tests/ and benchmarks/ import this package, never th
 - `net`: free ports.                        - `waits`: poll until something holds (one `wait_for`).
 - `notebooks`: small real notebooks.        - `jupyter`: a real `jupyter server` / `jupyter lab` process.
 - `service`: the live service on a folder.  - `postgres`, `hub`: a private PostgreSQL, a real JupyterHub.
-- `kwok`: fake GPU nodes and the local Kubernetes control plane.
+- `kwok`: fake GPU nodes and the local Kubernetes control plane. - `kueue`: a real Kueue manager on it.
 """
 
 

@@ -9,6 +9,7 @@ Load it from a conftest.py, after pytest-jupyter's server plugin (whose `jp_serv
 - `api`: the REST API of that server, `await api(method, path, body=None, **params) -> (status, json or text)`.
 - `service`: that server's live service.
 - `live_server`: a real `jupyter server` process (2 virtual GPUs) shared by a test module.
+- `kueue`: a kwok test cluster with a real Kueue manager on it, shared by a test module (`testing.kueue`).
 """
 
 from __future__ import annotations
@@ -88,3 +89,20 @@ def pg():
         pytest.skip(str(exc))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def kueue(tmp_path_factory):
+    """A started kwok test cluster (`testing.kwok.NODES`) with a real Kueue manager on it, for a test module:
+    a `testing.kueue.Kueue` (`.cluster` is the KwokCluster, `.api` a client). Skips where the control plane or
+    Kueue is not built (Kueue's cold build takes about 40 minutes, so CI does not build it)."""
+    from .kueue import kueue_binary, running_kueue
+    from .kwok import control_plane_built, running_cluster
+
+    if not control_plane_built():
+        pytest.skip("the Kubernetes test binaries are not built; run `bash scripts/k8s-testenv.sh build`")
+    if kueue_binary() is None:
+        pytest.skip("Kueue is not built; run `bash scripts/kueue.sh build` (about 40 minutes)")
+    folder = tmp_path_factory.mktemp("kueue")
+    with running_cluster(folder / "cluster") as cluster, running_kueue(cluster, folder / "kueue") as k:
+        yield k
