@@ -37,7 +37,7 @@ from typing import Any, Literal
 from traitlets import MetaHasTraits
 from traitlets.config import LoggingConfigurable
 
-from ..core.model import Allocation, JobSpec, JobState, NodeSpec, Pool
+from ..core.model import Allocation, JobSpec, JobState, NodeSpec, Pool, Tenant
 from ..core.parameters import check_parameters
 from ..core.scheduler import SpecError
 
@@ -112,6 +112,8 @@ class BackendUpdate:
     node: NodeSpec | None = None
     pool: Pool | None = None
     checkpoint_at: float | None = None  # heartbeat: when the notebook last saved a checkpoint (checkpoint.py)
+    # started, under another system's admission (`Backend.admission`): node -> GPUs the job's pods hold there.
+    placed: Mapping[str, int] | None = None
 
 
 class _ConfigurableABCMeta(MetaHasTraits, ABCMeta):
@@ -127,6 +129,10 @@ class Backend(LoggingConfigurable, metaclass=_ConfigurableABCMeta):
     # Nodes can come and go (a cluster an autoscaler sizes); False: a fixed machine, which the
     # pool-size recommendation never proposes to shrink.
     elastic: bool = True
+    # Who admits jobs. "core": the service's scheduler places each job and calls `launch` with its GPUs.
+    # Anything else (e.g. "kueue"): the service hands every queued job over with `launch` (no allocation)
+    # at once, and the backend reports where it started (`BackendUpdate.placed`); see service/handover.py.
+    admission: str = "core"
 
     @abstractmethod
     def inventory(self) -> list[NodeSpec]:
@@ -186,6 +192,16 @@ class Backend(LoggingConfigurable, metaclass=_ConfigurableABCMeta):
     def job_dirs(self, dirs: Mapping[str, Path]) -> None:
         """After `adopt`: the folders of the adopted jobs (job id -> folder), for backends that write there
         (the Kubernetes backend's pod-log copy). The default ignores them."""
+        return None
+
+    def queue_status(self, job_id: str) -> tuple[int | None, str] | None:
+        """Under another system's admission: a queued job's place in that system's line (1 = next; None when
+        unknown) and why it waits. None (the default): the backend knows nothing of it."""
+        return None
+
+    def tenants(self) -> list[Tenant] | None:
+        """Under another system's admission: the tenants' terms as that system holds them (quota, burst), which
+        replace the configured ones. None (the default): the configured ones stand."""
         return None
 
     def check(self, spec: JobSpec, notebook: Path, parameters: Mapping[str, Any] | None = None) -> None:

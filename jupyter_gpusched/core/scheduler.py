@@ -252,6 +252,25 @@ class Scheduler:
         self._hold(job, allocation, borrowed)
         self._decisions.append(Admit(job.id, allocation, borrowed))
 
+    def admit_observed(self, job_id: str, placed: Mapping[str, int], now: float, reason: str) -> Job:
+        """Record an admission another system made (policies/external.py): `placed` is node -> GPUs its pods
+        hold. The job takes that many free GPUs of each node in the books (fewer where the books show fewer
+        free: they cannot be over-drawn); a node the books do not know is left out."""
+        job = self.get(job_id)
+        allocation = tuple(
+            (node, self.cluster.free_ids(node)[: max(0, n)])
+            for node, n in sorted(placed.items())
+            if node in self.cluster and n > 0
+        )
+        borrowed = self.ledger.used.get(job.tenant, 0) + job.gpus > self.ledger.tenant(job.tenant).quota
+        self.admit(job, allocation, borrowed, now, reason)
+        self._decisions.clear()  # carried out already: nothing for the driver to do
+        return job
+
+    def set_tenant(self, tenant: Tenant) -> None:
+        """Replace a tenant's terms (quota, burst), e.g. as another system's queues report them."""
+        self.ledger.tenants[tenant.name] = tenant
+
     def preempt(self, job_id: str, now: float, reason: str) -> Job:
         """Stop an active job and put it back in line (it keeps its place by submit time)."""
         job = self.get(job_id)

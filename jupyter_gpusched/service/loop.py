@@ -48,13 +48,16 @@ from ..core import (
 )
 from ..core.budget import Budget
 from ..core.cost import PriceList
-from ..core.health import HealthConfig, leaked_gpus, lost_jobs, zombie_processes
+from ..core.health import HealthConfig, lost_jobs, zombie_processes
 from ..core.idle import IdlePolicy
+from ..core.policies.external import ExternalAdmission
 from ..store import Store
 from .advisor import Advisor, ScalingSettings
 from .budgets import Budgets
 from .estimates import Estimates
+from .fencing import fence_leaky_gpus
 from .forecasting import Forecasts
+from .handover import Handover
 from .info import JobInfo, Submission
 from .interactive import KernelIdleWatch, release_after_restart
 from .kills import Gpu, Kills
@@ -130,7 +133,8 @@ class Service(ServiceViews, Pipelines):
     def _build(self) -> None:
         """A scheduler with no jobs yet, and what hangs off it."""
         config, backend, clock = self.config, self.backend, self.clock
-        tenants = list(config.tenants)
+        external = backend.admission != "core"  # another system admits (Kueue): handover.py
+        tenants = list(backend.tenants() or config.tenants) if external else list(config.tenants)
         nodes = backend.inventory()
         if not any(t.name == config.default_tenant for t in tenants):
             # An unconfigured install has one tenant that owns the whole cluster.
@@ -139,7 +143,7 @@ class Service(ServiceViews, Pipelines):
         self.scheduler = Scheduler(
             Cluster(nodes, config.pools),
             tenants,
-            config.policy,
+            ExternalAdmission() if external else config.policy,
             SchedulerConfig(aging_interval=config.aging_interval, strict_tenants=True),
         )
         self.info: dict[str, JobInfo] = {}  # job id -> what the service knows beyond the core's record
@@ -160,6 +164,7 @@ class Service(ServiceViews, Pipelines):
         self._waiting_launch: dict[str, int] = {}  # job id -> attempt: admitted onto GPUs a kill still holds
         self._last_usage_minute: int | None = None
         self._last_memory_check = -math.inf
+        self.handover = Handover(self) if external else None
 
     # --- ownership: one scheduler per store (recovery.py) ---------------------------------------
     def _stand_by(self) -> None:
@@ -290,11 +295,15 @@ class Service(ServiceViews, Pipelines):
         s = self.scheduler
         touched: dict[str, Job] = {}
         for update in self.backend.poll():
+            if self.handover is not None:
+                self.handover.observed(update)  # (an admission the other system made: booked first)
             job = self._apply_update(update)
             if job is not None:
                 touched[job.id] = job
         self.kills.settle()
         for job in self._launch_waiting(now):
+            touched[job.id] = job
+        for job in self.handover.tick(now) if self.handover is not None else ():
             touched[job.id] = job
         heartbeats = {jid: info.heartbeat_at for jid in s.active if (info := self.info.get(jid)) and info.heartbeat_at}
         for jid in lost_jobs(list(s.active.values()), heartbeats, now, self.config.health):
@@ -309,7 +318,7 @@ class Service(ServiceViews, Pipelines):
         self._reap_zombies()
         if now - self._last_memory_check >= self.config.memory_check_interval:
             self._last_memory_check = now
-            self._fence_leaky_gpus()
+            fence_leaky_gpus(self.scheduler, self.backend.gpu_memory_used_mib(), self.config.health)
         # A pass may admit a job and preempt it again (reclaim, spot make-room), or preempt
         # a running job and admit it elsewhere: only the net outcome reaches the backend.
         held = {jid: _gpus(job) for jid, job in s.active.items()}  # a preempted job's GPUs, before the pass frees them
@@ -341,26 +350,6 @@ class Service(ServiceViews, Pipelines):
         for job_id in zombie_processes(self.scheduler.active, self.backend.running()):
             log.warning("killing zombie process of job %s", job_id)
             self._kill(job_id, "zombie: the job is no longer active", ())
-
-    def _fence_leaky_gpus(self) -> None:
-        """Keep GPUs that hold memory with no job on them out of placement until they are clean."""
-        cluster = self.scheduler.cluster
-        used = self.backend.gpu_memory_used_mib()
-        if not used and not any(cluster.fenced_on(n) for n in cluster.node_names):
-            return  # nothing reported and nothing fenced
-        allocated = [(node, g) for job in self.scheduler.active.values() for node, ids in job.allocation for g in ids]
-        leaky = set(leaked_gpus(used, allocated, self.config.health))
-        for node in cluster.node_names:
-            for gpu in cluster.fenced_on(node):
-                if (node, gpu) not in leaky:
-                    cluster.unfence(node, gpu)
-                    log.info("GPU %s:%d is clean again", node, gpu)
-        for node, gpu in sorted(leaky):
-            if node in cluster and gpu not in cluster.fenced_on(node):
-                cluster.fence(node, gpu)
-                log.warning(
-                    "GPU %s:%d holds %.0f MiB with no job on it: fenced until it is clean", node, gpu, used[(node, gpu)]
-                )
 
     def _apply_update(self, u: BackendUpdate) -> Job | None:
         s = self.scheduler
@@ -456,6 +445,19 @@ class Service(ServiceViews, Pipelines):
         if job.spec.interactive:  # a GPU kernel's reservation: nothing runs here, its kernel starts on the GPUs
             self.scheduler.started(job.id, now, "reserved for its kernel")
             return
+        info = self.info.setdefault(job.id, JobInfo())
+        try:
+            self.backend.launch(self.launch_request(job, now))
+        except LaunchRefused as exc:
+            log.warning("job %s can never start: %s", job.id, exc)
+            info.message = f"could not start: {exc}"
+            self.scheduler.finished(job.id, now, ok=False, reason=info.message)
+        except (BackendError, OSError) as exc:
+            self._launch_failed(job, info, now, exc)
+
+    def launch_request(self, job: Job, now: float) -> LaunchRequest:
+        """What the backend needs to run this attempt of `job`, with its folder made and its run's record reset.
+        Raises LaunchRefused when its notebook was swapped for a link since submission, OSError when unreadable."""
         job_dir = self.jobs_dir / job.id
         job_dir.mkdir(parents=True, exist_ok=True)
         info = self.info.setdefault(job.id, JobInfo())
@@ -464,33 +466,23 @@ class Service(ServiceViews, Pipelines):
         # kernel up is not a stall (one that never comes up is the start deadline's business).
         info.progress_at, info.stalled_since, info.activity, info.waiting_on_data = None, None, None, None
         self.stalls.forget(job.id)
-        gpu_ids = tuple(g for _, ids in job.allocation for g in ids)
-        try:
-            # checked again now: a link swapped in since submission is refused, never followed
-            notebook = notebook_at_launch(self.config.root_dir, job.spec.notebook)
-            self.backend.launch(
-                LaunchRequest(
-                    job_id=job.id,
-                    notebook=notebook,
-                    cwd=notebook.parent,
-                    parameters=dict(job.spec.parameters),
-                    gpu_ids=gpu_ids,
-                    job_dir=job_dir,
-                    max_runtime=job.spec.max_runtime,
-                    spec=job.spec,
-                    allocation=job.allocation,
-                    attempt=max(1, job.attempts),
-                    checkpoint_interval=self._checkpoint_interval(job, now),
-                    preempt_grace=self.scheduler.cluster.preempt_grace(job.allocation),
-                    environment=self.inputs_environment(job),
-                )
-            )
-        except LaunchRefused as exc:
-            log.warning("job %s can never start: %s", job.id, exc)
-            info.message = f"could not start: {exc}"
-            self.scheduler.finished(job.id, now, ok=False, reason=info.message)
-        except (BackendError, OSError) as exc:
-            self._launch_failed(job, info, now, exc)
+        # checked again now: a link swapped in since submission is refused, never followed
+        notebook = notebook_at_launch(self.config.root_dir, job.spec.notebook)
+        return LaunchRequest(
+            job_id=job.id,
+            notebook=notebook,
+            cwd=notebook.parent,
+            parameters=dict(job.spec.parameters),
+            gpu_ids=tuple(g for _, ids in job.allocation for g in ids),
+            job_dir=job_dir,
+            max_runtime=job.spec.max_runtime,
+            spec=job.spec,
+            allocation=job.allocation,
+            attempt=max(1, job.attempts),
+            checkpoint_interval=self._checkpoint_interval(job, now),
+            preempt_grace=self.scheduler.cluster.preempt_grace(job.allocation),
+            environment=self.inputs_environment(job),
+        )
 
     def _checkpoint_interval(self, job: Job, now: float) -> float | None:
         """What the policy wants this attempt to checkpoint at (spot pools), for jobs that checkpoint."""

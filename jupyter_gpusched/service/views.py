@@ -69,9 +69,14 @@ class ServiceViews:
         return output_path(self.job_dir(job_id))
 
     def position(self, job: Job) -> int | None:
+        if self.backend.admission != "core":  # another system's line (Kueue): its order, not ours
+            status = self.backend.queue_status(job.id)
+            return None if status is None else status[0]
         return self.scheduler.position(job.id)
 
     def estimated_start(self, job: Job) -> float | None:
+        if self.backend.admission != "core":
+            return None  # when another system admits, we cannot tell
         est = self.scheduler.estimate_start(job.id, self.clock())
         return None if est is None or math.isinf(est) else est
 

@@ -21,14 +21,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, validate
 
-from ...core.model import Allocation, JobSpec, JobState, NodeSpec, Pool
+from ...core.model import Allocation, JobSpec, JobState, NodeSpec, Pool, Tenant
 from ..base import Backend, BackendError, BackendUpdate, LaunchRequest, validate_parameters
 from ..logcap import DEFAULT_MAX_LOG_BYTES
 from .api import Api, Connection, KubeApiError, rejection
-from .config import GPU_RESOURCE, TRAIT_NAMES, KubernetesConfig
+from .config import GPU_RESOURCE, SETTINGS, KubernetesConfig
 from .gang import GangError, gpus_per_node, make_gang
+from .kueue import KINDS as KUEUE_KINDS
+from .kueue import KueueCache, make_kueue_job, queue_name, watch_paths
+from .kueue import placed as kueue_placed
 from .manifests import build_manifests
 from .names import digest, instance_selector, job_name
 from .nodefacts import resource_for, split_node
@@ -40,43 +43,6 @@ from .upload import A_TOKEN_HASH, add_upload, new_token, token_matches
 from .watch import Changes, Watcher
 
 log = logging.getLogger(__name__)
-
-# The KubernetesConfig fields operators set as traits: field -> trait (the same name but for `pools`, which
-# is the backend's method that reports the pools it found).
-SETTINGS = {
-    name: TRAIT_NAMES.get(name, name)
-    for name in (
-        "kubeconfig",
-        "context",
-        "in_cluster",
-        "namespace",
-        "tenant_namespaces",
-        "image",
-        "image_pull_policy",
-        "pool_label",
-        "default_pool",
-        "pools",
-        "spot_pools",
-        "spot_taint",
-        "gpu_resource",
-        "gpu_taint",
-        "tolerations",
-        "instance",
-        "service_account",
-        "output_volume",
-        "container_resources",
-        "ttl_after_finished",
-        "workers",
-        "copy_logs",
-        "log_interval",
-        "log_workers",
-        "max_log_bytes",
-        "upload_url",
-        "upload_interval",
-        "max_upload_bytes",
-        "preempt_grace",
-    )
-}
 
 PodCustomizer = Callable[[dict[str, Any], JobSpec, Mapping[str, Any]], None]
 
@@ -164,6 +130,22 @@ class KubernetesBackend(Backend):
         "terminationGracePeriodSeconds (rounded up). The pod's entry passes the SIGTERM on to the kernel.",
     )
 
+    admission = Enum(
+        ["core", "kueue"],
+        "core",
+        config=True,
+        help="Who admits jobs: 'core' (this service's scheduler places each Job) or 'kueue' (an existing Kueue "
+        "admits them against its ClusterQueues; the service keeps the books and shows Kueue's quotas and reasons).",
+    )
+    kueue_queues = Dict(
+        config=True, help="admission='kueue': {tenant: LocalQueue name}. A tenant not listed uses its own name."
+    )
+    kueue_priority_classes = Dict(
+        config=True,
+        help="admission='kueue': {'high'|'normal'|'low': WorkloadPriorityClass} set on each Job as "
+        "kueue.x-k8s.io/priority-class. Empty: Kueue's default priority.",
+    )
+
     @validate("preempt_grace")
     def _check_grace(self, proposal: dict[str, Any]) -> float:
         if not proposal["value"] >= 0:
@@ -198,6 +180,9 @@ class KubernetesBackend(Backend):
         for ns in self.cfg.namespaces():
             self._watchers.append(self._watcher("job", f"/apis/batch/v1/namespaces/{ns}/jobs", selector))
             self._watchers.append(self._watcher("pod", f"/api/v1/namespaces/{ns}/pods", selector))
+        self._kueue = KueueCache(self.cfg) if self.cfg.admission == "kueue" else None
+        if self._kueue is not None:
+            self._watchers += [self._watcher(kind, path, None) for kind, path in watch_paths(self.cfg)]
         self._podlogs = PodLogCopier(self._state, self._conn, self.cfg)
         self._threads = list(self._reconciler.threads)
         if self.cfg.copy_logs:
@@ -212,6 +197,8 @@ class KubernetesBackend(Backend):
         values = {field: getattr(self, trait) for field, trait in SETTINGS.items()}
         values.update(
             tenant_namespaces=dict(self.tenant_namespaces),
+            kueue_queues=dict(self.kueue_queues),
+            kueue_priority_classes=dict(self.kueue_priority_classes),
             pools=tuple(self.allowed_pools),
             spot_pools=tuple(self.spot_pools),
             tolerations=tuple(dict(t) for t in self.tolerations),
@@ -287,6 +274,9 @@ class KubernetesBackend(Backend):
         for t in self._watchers + self._threads:
             t.start()
         self._watchers[0].synced.wait(self.cfg.sync_timeout)
+        for w in self._watchers if self._kueue is not None else ():
+            if w.kind in KUEUE_KINDS:  # the tenants are Kueue's queues: know them before the first submit
+                w.synced.wait(self.cfg.sync_timeout)
         if not self._watchers[0].synced.is_set():
             log.warning(
                 "the Kubernetes API server did not answer within %.0f s (%s); starting with no nodes",
@@ -380,6 +370,8 @@ class KubernetesBackend(Backend):
             checkpoint_interval=req.checkpoint_interval,
             preempt_grace=req.preempt_grace,
         )
+        if self._kueue is not None:
+            make_kueue_job(job, spec, self.cfg)
         service = make_gang(job, len(allocation), per_node, self.cfg) if per_node else None
         extras = [service] if service else []
         if self.pod_customizer is not None:
@@ -392,6 +384,11 @@ class KubernetesBackend(Backend):
                 t = st.tracked[req.job_id] = Tracked(
                     req.job_id, job["metadata"]["name"], job["metadata"]["namespace"], "run"
                 )
+            if self._kueue is not None:
+                kj = st.cache.jobs.get(req.job_id)
+                # A Job Kueue preempted stays (Kueue admits it again); one going away is made afresh.
+                t.recreate = kj is None or bool(kj["metadata"].get("deletionTimestamp")) or t.want == "delete"
+                t.kueue, t.started_attempt = True, -1
             t.want = "run"
             t.name, t.namespace = job["metadata"]["name"], job["metadata"]["namespace"]
             t.node, t.pool, t.spot = k8s_node, pool, spot
@@ -399,12 +396,15 @@ class KubernetesBackend(Backend):
             if self.cfg.upload_url:
                 extras.append(add_upload(job, cm, req.job_id, new_token(), self.cfg))
             t.extras, t.extras_made = tuple(extras), False
-            t.attempt = max(t.attempt, observed_attempt(st.cache.jobs.get(req.job_id))) + 1
+            t.attempt = 1 if t.kueue else max(t.attempt, observed_attempt(st.cache.jobs.get(req.job_id))) + 1
             t.manifests = (job, cm)
             t.job_dir = Path(req.job_dir)
             t.reported_final = False
             t.backoff = 0.0
             self._reconciler.enqueue(req.job_id, 0.0)
+        if t.kueue:
+            st.note(t, f"queued in Kueue's LocalQueue {queue_name(spec.tenant, self.cfg)}; Job {t.namespace}/{t.name}")
+            return
         where = f"{len(t.nodes)} nodes ({', '.join(t.nodes)})" if t.nodes else node or f"pool {pool}"
         st.note(t, f"admitted to {where} (attempt {t.attempt}); Job {t.namespace}/{t.name}")
 
@@ -413,6 +413,9 @@ class KubernetesBackend(Backend):
         st = self._state
         with st.lock:
             t = st.tracked.get(job_id)
+            # Under Kueue a stop of ours deletes the Job (suspending it would only have Kueue start it again);
+            # after Kueue's own preemption (reported: want "done") the Job stays for Kueue to admit again.
+            delete = delete or (t is not None and t.kueue and t.want != "done")
             if t is None:
                 kj = st.cache.jobs.get(job_id)
                 if kj is None:
@@ -450,8 +453,23 @@ class KubernetesBackend(Backend):
             return out
 
     def running(self) -> set[str]:
+        with self._state.lock:  # (a Job waiting in Kueue's line is not running)
+            return {
+                j for j, t in self._state.tracked.items() if t.want == "run" and (not t.kueue or t.started_attempt > 0)
+            }
+
+    def queue_status(self, job_id: str) -> tuple[int | None, str] | None:
         with self._state.lock:
-            return {j for j, t in self._state.tracked.items() if t.want == "run"}
+            t = self._state.tracked.get(job_id)
+            if self._kueue is None or t is None or not t.kueue:
+                return None
+            return self._kueue.status(t.namespace, t.name)
+
+    def tenants(self) -> list[Tenant] | None:
+        if self._kueue is None:
+            return None
+        with self._state.lock:
+            return self._kueue.tenants(self.cfg.gpu_resource)
 
     def reap_orphan(self, job_dir: Path) -> bool:
         return False  # Jobs outlive the service by design: `adopt` takes them over instead
@@ -512,6 +530,9 @@ class KubernetesBackend(Backend):
         """Ask the API server (server-side dry run) whether it would accept this job's Job and ConfigMap.
         Raises BackendError with the API server's own message when it would not. Skipped (accepted) while the
         API server is unreachable: the job is then checked when it is created."""
+        largest = max((n.gpus for n in self.inventory()), default=0)
+        if self._kueue is not None and largest and spec.gpus > largest:
+            raise BackendError(f"with admission by Kueue a job runs as one pod: ask for at most {largest} GPUs")
         if not self.api_up or not self.cfg.dry_run_on_submit:
             return
         try:
@@ -535,10 +556,14 @@ class KubernetesBackend(Backend):
     # --- what the watchers found (watcher threads) ----------------------------------------------------------
     def _listed(self, kind: str, path: str, items: list[dict]) -> None:
         with self._state.lock:
+            if self._kueue is not None and kind in KUEUE_KINDS:
+                return self._kueue.relisted(kind, path, items)
             self._act_on(self._state.cache.relisted(kind, path, items))
 
     def _changed(self, kind: str, etype: str, obj: dict) -> None:
         with self._state.lock:
+            if self._kueue is not None and kind in KUEUE_KINDS:
+                return self._kueue.changed(kind, etype, obj)
             self._act_on(self._state.cache.changed(kind, etype, obj))
 
     def _act_on(self, changes: Changes) -> None:
@@ -569,7 +594,14 @@ class KubernetesBackend(Backend):
         if verdict.recheck:
             self._reconciler.enqueue(job_id, 0.0)
         if verdict.kind is not None:
-            st.updates.append(BackendUpdate(job_id, verdict.kind, now, verdict.message))
+            message, where = verdict.message, None
+            if t.kueue and self._kueue is not None:
+                if verdict.kind == "started":
+                    where = kueue_placed(pods.values(), self.cfg.gpu_resource)
+                elif verdict.kind == "preempted":
+                    why = self._kueue.evicted(t.namespace, t.name)
+                    message = f"{message}: {why}" if why else message
+            st.updates.append(BackendUpdate(job_id, verdict.kind, now, message, placed=where))
         if verdict.note:
             st.note(t, verdict.note)
 

@@ -64,9 +64,53 @@ class KubernetesConfig:
     upload_url: str = ""  # the service's URL as pods reach it: they upload their results there ("": off)
     upload_interval: float = 10.0  # seconds between uploads of a running notebook (when it changed)
     max_upload_bytes: int = 1 << 30  # a job's uploaded output folder, in all
+    admission: str = "core"  # "core": our scheduler places Jobs; "kueue": an existing Kueue admits them (kueue.py)
+    kueue_queues: Mapping[str, str] = field(default_factory=dict)  # tenant -> its LocalQueue; default: its name
+    kueue_priority_classes: Mapping[str, str] = field(default_factory=dict)  # high/normal/low -> WorkloadPriorityClass
 
     def namespace_for(self, tenant: str) -> str:
         return self.tenant_namespaces.get(tenant, self.namespace)
 
     def namespaces(self) -> list[str]:
         return sorted({self.namespace, *self.tenant_namespaces.values()})
+
+
+# The KubernetesConfig fields operators set as traits: field -> trait (the same name but for `pools`, which
+# is the backend's method that reports the pools it found).
+SETTINGS = {
+    name: TRAIT_NAMES.get(name, name)
+    for name in (
+        "kubeconfig",
+        "context",
+        "in_cluster",
+        "namespace",
+        "tenant_namespaces",
+        "image",
+        "image_pull_policy",
+        "pool_label",
+        "default_pool",
+        "pools",
+        "spot_pools",
+        "spot_taint",
+        "gpu_resource",
+        "gpu_taint",
+        "tolerations",
+        "instance",
+        "service_account",
+        "output_volume",
+        "container_resources",
+        "ttl_after_finished",
+        "workers",
+        "copy_logs",
+        "log_interval",
+        "log_workers",
+        "max_log_bytes",
+        "upload_url",
+        "upload_interval",
+        "max_upload_bytes",
+        "preempt_grace",
+        "admission",
+        "kueue_queues",
+        "kueue_priority_classes",
+    )
+}

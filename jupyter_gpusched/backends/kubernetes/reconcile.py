@@ -91,7 +91,11 @@ class Reconciler:
             finished = cond_true(kj, "Complete") or cond_true(kj, "Failed")
             if stored is None or (stored.terminal and not finished) or stored is JobState.CANCELLED:
                 want = "delete"
-            elif stored in (JobState.QUEUED, JobState.PREEMPTED, JobState.LOST) and not kj["spec"].get("suspend"):
+            elif (
+                stored in (JobState.QUEUED, JobState.PREEMPTED, JobState.LOST)
+                and not kj["spec"].get("suspend")
+                and self.cfg.admission != "kueue"  # (Kueue admitted it: the hand-over takes it up again)
+            ):
                 want = "suspend"
             else:
                 continue
@@ -183,6 +187,7 @@ class Reconciler:
             ns, name, node, pool, spot, attempt = t.namespace, t.name, t.node, t.pool, t.spot, t.attempt
             manifests, recreate, seen = t.manifests, t.recreate, t.seen and not t.recreate
             gang_nodes, extras = t.nodes, (() if t.extras_made else t.extras)
+            kueue = t.kueue
         if not ns:
             return None  # adopted job whose Job we have not seen: the adoption pass reports it
         jobs_path = f"/apis/batch/v1/namespaces/{ns}/jobs"
@@ -270,6 +275,8 @@ class Reconciler:
             with self._state.lock:
                 self._evaluate(job_id)
             return None
+        if kueue:
+            return None  # Kueue unsuspends it in its turn
         current = observed_attempt(kj)
         if current == attempt and not kj["spec"].get("suspend"):
             return None  # already admitted as wanted

@@ -42,6 +42,7 @@ class Tracked:
     extras: tuple[dict, ...] = ()  # objects the Job owns besides its ConfigMap: a gang's Service, the upload Secret
     extras_made: bool = False
     checkpoint_at: float | None = None  # the notebook's last save, as its pod log reported it (podlogs)
+    kueue: bool = False  # Kueue admits its Job (kueue.py): the workers create it and leave `suspend` to Kueue
 
 
 class SharedState:

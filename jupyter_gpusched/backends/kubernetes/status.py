@@ -231,6 +231,9 @@ def evaluate(
             return Verdict("not_started", why, note=f"the Job failed: {why}; back in line", want="done")
         message = failure_message(kj, pods, failed)
         return Verdict("failed", message, note=f"the Job failed: {message}", want="done")
+    if t.kueue and kj["spec"].get("suspend") and t.started_attempt == t.attempt:
+        # Kueue took its quota back (preempted or evicted the Workload): the Job stays, and Kueue admits it again.
+        return Verdict("preempted", "Kueue suspended the Job", note="Kueue suspended the Job", want="done")
     if kj["spec"].get("suspend") or observed != t.attempt:
         return None
     for pod in pods.values():
