@@ -75,8 +75,9 @@ def test_a_job_cancelled_while_it_waits_in_kueue_is_withdrawn(tmp_path, kueue):
     service = kueue_service(tmp_path, kueue, ns)
     try:
         running = submit(service, "team-c", 8, 60)
+        run_until(service, lambda: running.state is JobState.RUNNING, 120)
         waiting = submit(service, "team-c", 8, 60)
-        run_until(service, lambda: running.state is JobState.RUNNING and len(workloads(kueue.api, ns)) == 2, 120)
+        run_until(service, lambda: len(workloads(kueue.api, ns)) == 2, 60)
         assert waiting.state is JobState.QUEUED
         service.cancel(waiting.id, "me")
         service.cancel(running.id, "me")
@@ -119,3 +120,27 @@ def test_a_job_kueue_preempts_is_requeued_once_and_runs_again(tmp_path, kueue):
         run_until(service, lambda: len(kueue.cluster.jobs(ns)) == 1, 60, what="the cancelled Jobs deleted")
     finally:
         service.backend.close()
+
+
+def test_a_restart_keeps_the_job_kueue_runs_and_the_one_it_queues_without_duplicates(tmp_path, kueue):
+    ns = kueue.cluster.namespace("kq-restart")
+    make_queues(kueue.api, ns, {"team-r": 8}, prefix="rs-")
+    service = kueue_service(tmp_path, kueue, ns)
+    running = submit(service, "team-r", 8, 20)
+    run_until(service, lambda: running.state is JobState.RUNNING, 120)
+    waiting = submit(service, "team-r", 8, 4)
+    run_until(service, lambda: len(workloads(kueue.api, ns)) == 2, 60)
+    service.backend.close()  # the service goes away; Kueue and the Jobs stay
+    service.store.close()
+
+    service2 = kueue_service(tmp_path, kueue, ns)  # the same store and job folders
+    try:
+        assert service2.get(running.id).state is JobState.RUNNING  # adopted, on its GPUs
+        assert service2.get(waiting.id).state is JobState.QUEUED
+        both = [service2.get(running.id), service2.get(waiting.id)]
+        run_until(service2, lambda: all(j.state.terminal for j in both), 180, kueue.cluster, "both done")
+        assert [j.state for j in both] == [JobState.SUCCEEDED] * 2, [j.reason for j in both]
+        assert [j.attempts for j in both] == [1, 1]  # neither ran twice
+        assert len(kueue.cluster.jobs(ns)) == 2 and len(workloads(kueue.api, ns)) == 2  # and no Job twice
+    finally:
+        service2.backend.close()

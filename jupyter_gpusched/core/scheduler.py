@@ -257,11 +257,12 @@ class Scheduler:
         hold. The job takes that many free GPUs of each node in the books (fewer where the books show fewer
         free: they cannot be over-drawn); a node the books do not know is left out."""
         job = self.get(job_id)
-        allocation = tuple(
+        taken = (
             (node, self.cluster.free_ids(node)[: max(0, n)])
             for node, n in sorted(placed.items())
-            if node in self.cluster and n > 0
+            if node in self.cluster
         )
+        allocation = tuple((node, ids) for node, ids in taken if ids)
         borrowed = self.ledger.used.get(job.tenant, 0) + job.gpus > self.ledger.tenant(job.tenant).quota
         self.admit(job, allocation, borrowed, now, reason)
         self._decisions.clear()  # carried out already: nothing for the driver to do
