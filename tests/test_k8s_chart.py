@@ -118,6 +118,18 @@ def test_renders_with_custom_values_and_the_config_is_valid_python():
     assert c_.GPUSched.tick_interval == 2 and c_.GPUSched.backend == "kubernetes"
 
 
+def test_admission_by_kueue_adds_read_access_to_kueue_s_queues_and_nothing_else():
+    objs = render("kubernetesBackend.admission=kueue")
+    kueue = {"apiGroups": ["kueue.x-k8s.io"], "verbs": ["get", "list", "watch"]}
+    (role,) = by_kind(objs, "Role")
+    assert [r for r in role["rules"] if r["apiGroups"] == ["kueue.x-k8s.io"]] == [
+        dict(kueue, resources=["workloads", "localqueues"])
+    ]
+    (cr,) = by_kind(objs, "ClusterRole")
+    assert cr["rules"][1:] == [dict(kueue, resources=["clusterqueues"])]
+    assert not any("kueue" in str(r) for r in by_kind(render(), "Role")[0]["rules"])
+
+
 def test_a_mode_without_its_token_secret_is_refused_at_render():
     helm = helm_binary()
     r = subprocess.run([helm, "template", "gs", str(CHART), "--set", "mode=standalone"], capture_output=True, text=True)

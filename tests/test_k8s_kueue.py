@@ -144,3 +144,39 @@ def test_a_restart_keeps_the_job_kueue_runs_and_the_one_it_queues_without_duplic
         assert len(kueue.cluster.jobs(ns)) == 2 and len(workloads(kueue.api, ns)) == 2  # and no Job twice
     finally:
         service2.backend.close()
+
+
+def test_the_charts_rbac_in_kueue_mode_suffices_and_grants_kueue_read_only(tmp_path, kueue):
+    from test_k8s_chart import api_path, render, service_account_kubeconfig  # skips without helm
+
+    from jupyter_gpusched.backends.kubernetes import Api, KubeApiError, KubernetesConfig
+
+    cluster = kueue.cluster
+    ns = cluster.namespace("kq-chart")
+    cluster.namespace("kq-home")
+    make_queues(kueue.api, ns, {"team-h": 8}, prefix="h-")
+    sets = ("jobNamespaces={kq-chart}", "kubernetesBackend.admission=kueue")
+    for obj in render(*sets, namespace="kq-home", release="kq"):
+        if obj["kind"] in ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"):
+            cluster.api.request("POST", api_path(obj), body=obj)
+    kubeconfig = service_account_kubeconfig(cluster, "kq-home", "kq-jupyter-gpusched", tmp_path / "sa.kubeconfig")
+    service = kueue_service(tmp_path, kueue, ns, kubeconfig=str(kubeconfig))
+    try:
+        assert service.queues()["team-h"]["quota"] == 8  # ClusterQueues and LocalQueues read as the ServiceAccount
+        job = submit(service, "team-h", 4, 1)
+        run_until(service, lambda: job.state.terminal, 120, cluster, "the job through Kueue")
+        assert job.state is JobState.SUCCEEDED
+        assert service.backend._conn.stats["api_errors"] == 0  # not one request refused
+    finally:
+        service.backend.close()
+    sa = Api(KubernetesConfig(kubeconfig=str(kubeconfig)))
+    try:
+        for method, path in (
+            ("DELETE", f"{API}/clusterqueues/h-team-h"),
+            ("GET", f"{API}/namespaces/default/workloads"),
+        ):
+            with pytest.raises(KubeApiError) as exc:
+                sa.request(method, path)
+            assert exc.value.status == 403, (method, path)
+    finally:
+        sa.close()
