@@ -26,6 +26,9 @@ if [ "${GPUSCHED_SKIP_K8S_BUILD:-0}" != 1 ]; then
   bash scripts/helm.sh build >"$helm_log" 2>&1 &
   helm_build=$!
   bash scripts/k8s-testenv.sh build    # cached by version under ~/.cache/jupyter-gpusched/k8s
+  if [ "${GPUSCHED_BUILD_KUEUE:-0}" = 1 ]; then
+    bash scripts/kueue.sh build        # opt-in: ~40 min cold (docs/kueue.md); tests/test_k8s_kueue.py skip without it
+  fi
 fi
 
 bash scripts/setup.sh test
