@@ -340,3 +340,18 @@ def test_max_runtime_fails_and_an_eviction_preempts():
     assert v.kind == "failed" and v.message == "max_runtime exceeded (60 s)"
     v = _verdict(_job(), _pod(phase="Running", disrupted=True))
     assert v.kind == "preempted" and "evicted" in v.message and v.want == "suspend"
+
+
+def test_under_kueue_a_job_names_its_tenant_s_local_queue_and_priority_class(tmp_path):
+    cfg = KubernetesConfig(
+        admission="kueue", kueue_queues={"vision": "vision-gpu"}, kueue_priority_classes={"high": "nb-high"}
+    )
+    job, _ = build_manifests("j1", JobSpec("nb.ipynb", gpus=2, tenant="vision", priority=Priority.HIGH), "{}", {}, cfg)
+    labels = job["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/queue-name"] == "vision-gpu" and labels["kueue.x-k8s.io/priority-class"] == "nb-high"
+    assert job["spec"]["suspend"] is True  # Kueue unsuspends it: no webhook has to
+    job, _ = build_manifests("j2", JobSpec("nb.ipynb", tenant="nlp"), "{}", {}, cfg)
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "nlp"
+    assert "kueue.x-k8s.io/priority-class" not in job["metadata"]["labels"]
+    job, _ = build_manifests("j3", JobSpec("nb.ipynb"), "{}", {}, KubernetesConfig())
+    assert not any(k.startswith("kueue.x-k8s.io/") for k in job["metadata"]["labels"])

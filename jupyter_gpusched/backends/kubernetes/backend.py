@@ -30,7 +30,7 @@ from .api import Api, Connection, KubeApiError, rejection
 from .config import GPU_RESOURCE, SETTINGS, KubernetesConfig
 from .gang import GangError, gpus_per_node, make_gang
 from .kueue import KINDS as KUEUE_KINDS
-from .kueue import KueueCache, make_kueue_job, queue_name, watch_paths
+from .kueue import KueueCache, queue_name, watch_paths
 from .kueue import placed as kueue_placed
 from .manifests import build_manifests
 from .names import digest, instance_selector, job_name
@@ -370,8 +370,6 @@ class KubernetesBackend(Backend):
             checkpoint_interval=req.checkpoint_interval,
             preempt_grace=req.preempt_grace,
         )
-        if self._kueue is not None:
-            make_kueue_job(job, spec, self.cfg)
         service = make_gang(job, len(allocation), per_node, self.cfg) if per_node else None
         extras = [service] if service else []
         if self.pod_customizer is not None:

@@ -29,6 +29,7 @@ from typing import Any
 from ...core.model import JobSpec, Priority
 from ..preemption import grace_for
 from .config import KubernetesConfig
+from .kueue import make_kueue_job
 from .names import (
     A_ATTEMPT,
     A_JOB_ID,
@@ -179,6 +180,8 @@ def build_manifests(
             ENTRY_SCRIPT: (Path(__file__).parent / "pod_entry.py").read_text(encoding="utf-8"),
         },
     }
+    if cfg.admission == "kueue":
+        make_kueue_job(job, spec, cfg)
     return job, configmap
 
 
