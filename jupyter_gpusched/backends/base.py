@@ -195,7 +195,7 @@ class Backend(LoggingConfigurable, metaclass=_ConfigurableABCMeta):
         return None
 
     def queue_status(self, job_id: str) -> tuple[int | None, str] | None:
-        """Under another system's admission: a queued job's place in that system's line (1 = next; None when
+        """Under another system's admission: a queued job's place in that system's line (0 = next; None when
         unknown) and why it waits. None (the default): the backend knows nothing of it."""
         return None
 

@@ -139,7 +139,7 @@ class KueueCache:
 
     # --- what the service asks ------------------------------------------------------------------------
     def status(self, namespace: str, job_name: str) -> tuple[int | None, str]:
-        """A queued job's place in its ClusterQueue's line (1 = next) and why it waits."""
+        """A queued job's place in its ClusterQueue's line (0 = next, as the core counts) and why it waits."""
         wl = self.workloads.get((namespace, job_name))
         if wl is None:
             return None, "waiting for Kueue to take the Job in"
@@ -172,7 +172,7 @@ class KueueCache:
                 continue
             priority = -int((wl.get("spec") or {}).get("priority") or 0)
             lines.setdefault(self._cluster_queue(wl), []).append((priority, wl["metadata"]["creationTimestamp"], key))
-        return {key: i + 1 for line in lines.values() for i, (_, _, key) in enumerate(sorted(line))}
+        return {key: i for line in lines.values() for i, (_, _, key) in enumerate(sorted(line))}
 
     def tenants(self, gpu_resource: str) -> list[Tenant]:
         """A tenant per LocalQueue in the job namespaces, on its ClusterQueue's GPU quota."""
