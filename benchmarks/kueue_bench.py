@@ -184,11 +184,25 @@ class Observer:
 
 def clean(api: Api, ns: str, timeout: float = 900) -> None:
     """Delete every Job of `ns` and wait until its pods are gone (so the next run has the cluster to itself)."""
-    api.request("DELETE", f"/apis/batch/v1/namespaces/{ns}/jobs", query={"propagationPolicy": "Background"})
+    try:  # the API server deletes a collection one object at a time before it answers
+        api.request(
+            "DELETE",
+            f"/apis/batch/v1/namespaces/{ns}/jobs",
+            query={"propagationPolicy": "Background"},
+            timeout=(3.0, timeout),
+        )
+    except KubeApiError as exc:
+        if exc.status != 0:  # not a time-out: the deletion goes on after one
+            raise
     wait_until(
-        lambda: not api.request("GET", f"/api/v1/namespaces/{ns}/pods", query={"limit": 1})["items"],
+        lambda: (
+            not any(
+                api.request("GET", f"{prefix}/namespaces/{ns}/{kind}", query={"limit": 1})["items"]
+                for prefix, kind in (("/apis/batch/v1", "jobs"), ("/api/v1", "pods"))
+            )
+        ),
         timeout,
-        f"the pods of {ns} to be deleted",
+        f"the Jobs and pods of {ns} to be deleted",
         1.0,
     )
 
