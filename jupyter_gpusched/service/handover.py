@@ -23,6 +23,7 @@ log = logging.getLogger("jupyter_gpusched")
 
 TENANT_REFRESH = 5.0  # seconds between reads of the other system's quotas
 RETRY_PAUSE = 5.0  # seconds before a hand-over the backend refused is tried again
+REASON_REFRESH = 1.0  # seconds between mirrorings of the other system's reasons (a lookup per queued job)
 
 
 class Handover:
@@ -30,7 +31,7 @@ class Handover:
         self.service = service
         self.handed: dict[str, int] = {}  # job id -> its `attempts` when handed over
         self._retry_at: dict[str, float] = {}
-        self._tenants_at = float("-inf")
+        self._tenants_at = self._reasons_at = float("-inf")
 
     def tick(self, now: float) -> list[Job]:
         """Hand over what waits, withdraw what was cancelled, mirror reasons; the jobs whose record changed."""
@@ -46,8 +47,13 @@ class Handover:
             del self.handed[job_id]
             if job.state is JobState.CANCELLED and not job.started_at:
                 self.service.kills.start(job_id, "cancelled", ())  # withdrawn while it waited there
+        mirror = now - self._reasons_at >= REASON_REFRESH
+        if mirror:
+            self._reasons_at = now
         for job in list(s.queue):
             if self.handed.get(job.id) == job.attempts:
+                if not mirror:
+                    continue
                 status = backend.queue_status(job.id)
                 if status is not None and status[1] and status[1] != job.reason:
                     job.reason = status[1]

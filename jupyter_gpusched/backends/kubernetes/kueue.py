@@ -20,6 +20,8 @@ from typing import Any
 from ...core.model import JobSpec, Tenant
 from .config import KubernetesConfig
 from .names import A_ATTEMPT, label_value
+from .nodefacts import MIG_PREFIX, int_or_none
+from .status import cond_true
 
 KUEUE_API = "/apis/kueue.x-k8s.io/v1beta2"  # Kueue v0.15's own version (v1beta1 is converted by its webhook)
 L_QUEUE = "kueue.x-k8s.io/queue-name"
@@ -63,28 +65,21 @@ def placed(pods: Iterable[Mapping], gpu_resource: str) -> dict[str, int]:
         gpus = 0
         for c in (pod.get("spec") or {}).get("containers") or ():
             limits = (c.get("resources") or {}).get("limits") or {}
-            gpus += sum(_count(v) for k, v in limits.items() if k == gpu_resource or k.startswith("nvidia.com/mig-"))
+            gpus += sum(_count(v) for k, v in limits.items() if k == gpu_resource or k.startswith(MIG_PREFIX))
         out[node] = out.get(node, 0) + gpus
     return out
 
 
 def _count(value: Any) -> int:
-    try:
-        return int(str(value))
-    except ValueError:
-        return 0
+    return int_or_none(value) or 0
 
 
 def _cond(obj: Mapping, ctype: str) -> Mapping | None:
+    """The object's condition of type `ctype`, whatever its status (`status.cond_true`: only a true one)."""
     for c in (obj.get("status") or {}).get("conditions") or ():
         if c.get("type") == ctype:
             return c
     return None
-
-
-def _true(obj: Mapping, ctype: str) -> bool:
-    c = _cond(obj, ctype)
-    return c is not None and c.get("status") == "True"
 
 
 class KueueCache:
@@ -96,10 +91,15 @@ class KueueCache:
         self.local_queues: dict[tuple[str, str], dict] = {}  # (namespace, name) -> LocalQueue
         self.cluster_queues: dict[str, dict] = {}
         self._order: dict[tuple[str, str], int] | None = None  # (namespace, Job name) -> place in line
+        self._stores: dict[str, dict[Any, dict]] = {
+            "workload": self.workloads,
+            "localqueue": self.local_queues,
+            "clusterqueue": self.cluster_queues,
+        }
 
     def relisted(self, kind: str, path: str, items: list[dict]) -> None:
         ns = path.split("/namespaces/")[1].split("/")[0] if "/namespaces/" in path else None
-        store = self._store(kind)
+        store = self._stores[kind]
         for key in [k for k in store if ns is None or (isinstance(k, tuple) and k[0] == ns)]:
             del store[key]
         for obj in items:
@@ -112,20 +112,12 @@ class KueueCache:
         key = self._key(kind, obj)
         if key is None:
             return
-        store = self._store(kind)
+        store = self._stores[kind]
         if etype == "DELETED":
             store.pop(key, None)
         else:
             store[key] = obj
         self._order = None
-
-    def _store(self, kind: str) -> dict[Any, dict]:
-        stores: dict[str, dict[Any, dict]] = {
-            "workload": self.workloads,
-            "localqueue": self.local_queues,
-            "clusterqueue": self.cluster_queues,
-        }
-        return stores[kind]
 
     @staticmethod
     def _key(kind: str, obj: Mapping) -> Any:
@@ -143,7 +135,7 @@ class KueueCache:
         wl = self.workloads.get((namespace, job_name))
         if wl is None:
             return None, "waiting for Kueue to take the Job in"
-        if _true(wl, "QuotaReserved"):
+        if cond_true(wl, "QuotaReserved"):
             return None, f"admitted by Kueue ({self._cluster_queue(wl) or 'its ClusterQueue'}); waiting for its pod"
         if self._order is None:
             self._order = self._line()
@@ -155,8 +147,8 @@ class KueueCache:
         """Why Kueue last evicted or preempted this job's Workload ("" when it says nothing)."""
         wl = self.workloads.get((namespace, job_name)) or {}
         for ctype in ("Preempted", "Evicted"):
-            cond = _cond(wl, ctype)
-            if cond is not None and cond.get("status") == "True":
+            cond = cond_true(wl, ctype)
+            if cond is not None:
                 return str(cond.get("message") or cond.get("reason") or "")
         return ""
 
@@ -168,7 +160,7 @@ class KueueCache:
         """Every pending Workload's place in its ClusterQueue: higher priority first, then older first."""
         lines: dict[str | None, list[tuple[int, str, tuple[str, str]]]] = {}
         for key, wl in self.workloads.items():
-            if _true(wl, "QuotaReserved") or _true(wl, "Finished"):
+            if cond_true(wl, "QuotaReserved") or cond_true(wl, "Finished"):
                 continue
             priority = -int((wl.get("spec") or {}).get("priority") or 0)
             lines.setdefault(self._cluster_queue(wl), []).append((priority, wl["metadata"]["creationTimestamp"], key))

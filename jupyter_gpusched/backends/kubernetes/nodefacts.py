@@ -44,7 +44,7 @@ class GpuSlot:
     count: int | None = None  # GPU feature discovery's GPUs per node (whole GPUs only)
 
 
-def _int(value: object) -> int | None:
+def int_or_none(value: object) -> int | None:
     try:
         return int(str(value)) if value is not None else None
     except ValueError:
@@ -71,7 +71,7 @@ def split_node(core_name: str) -> tuple[str, str | None]:
 
 def mig_memory_mib(profile: str, labels: Mapping[str, str]) -> int | None:
     """A slice's memory: GPU feature discovery's `nvidia.com/<profile>.memory` label, else the profile's name."""
-    labelled = _int(labels.get(f"nvidia.com/{profile}.memory"))
+    labelled = int_or_none(labels.get(f"nvidia.com/{profile}.memory"))
     if labelled is not None:
         return labelled
     m = _MIG_MEMORY.search(profile)
@@ -93,12 +93,12 @@ def gpu_slots(node: Mapping, cfg: KubernetesConfig) -> list[GpuSlot]:
     name = meta.get("name", "")
     out = []
     for resource, value in sorted(((node.get("status") or {}).get("allocatable") or {}).items()):
-        gpus = _int(value) or 0
+        gpus = int_or_none(value) or 0
         if gpus <= 0:
             continue
         if resource == cfg.gpu_resource:
             product = labels.get(cfg.gpu_product_label)
-            memory, count = _int(labels.get(GFD_MEMORY)), _int(labels.get(GFD_COUNT))
+            memory, count = int_or_none(labels.get(GFD_MEMORY)), int_or_none(labels.get(GFD_COUNT))
             out.append(GpuSlot(name, name, pool, pool, resource, gpus, spot, product, memory, count))
         elif (profile := mig_profile(resource)) is not None:
             core = f"{name}{SEP}{profile}"
