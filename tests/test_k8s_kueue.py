@@ -136,6 +136,7 @@ def test_a_restart_keeps_the_job_kueue_runs_and_the_one_it_queues_without_duplic
     service2 = kueue_service(tmp_path, kueue, ns)  # the same store and job folders
     try:
         assert service2.get(running.id).state is JobState.RUNNING  # adopted, on its GPUs
+        assert service2.backend._state.tracked[running.id].kueue  # Kueue's to preempt, as before the restart
         assert service2.get(waiting.id).state is JobState.QUEUED
         both = [service2.get(running.id), service2.get(waiting.id)]
         run_until(service2, lambda: all(j.state.terminal for j in both), 180, kueue.cluster, "both done")

@@ -490,6 +490,7 @@ class KubernetesBackend(Backend):
                 k8s_node, pool, spot = self._placement_of(node)
                 t = st.tracked.get(job_id) or Tracked(job_id, job_name(job_id), "", "run")
                 t.want, t.node, t.pool, t.spot, t.adopted = "run", k8s_node, pool, spot, True
+                t.kueue = self._kueue is not None  # (so a later preemption by Kueue is seen as one)
                 t.nodes = tuple(split_node(n)[0] for n, _ in allocation) if len(allocation) > 1 else ()
                 t.attempt = max(t.attempt, observed_attempt(st.cache.jobs.get(job_id)))
                 if state is JobState.RUNNING:
