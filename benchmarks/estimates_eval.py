@@ -44,8 +44,12 @@ def split(wins: list[Window]) -> tuple[list[Window], list[Window]]:
     return [w for w in ordered if w.start < cut], [w for w in ordered if w.start >= cut]
 
 
-def replay(sw: Sweep, w: Window, policy: str) -> dict:
-    runs = {est: run_policy(sw.window(w, est), policy) for est in ("none", "learned")}
+def replay(sw: Sweep, w: Window, policy: str, short_first: bool = False) -> dict:
+    # the learned arm orders expected-short jobs first (scheduler.short_first) when asked
+    runs = {
+        "none": run_policy(sw.window(w, "none", False), policy),
+        "learned": run_policy(sw.window(w, "learned", short_first), policy),
+    }
     aging = sw.scenario.scheduler.aging_interval
     sums = {est: summarize(res, aging) for est, res in runs.items()}
     return {
@@ -85,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--policies", default=POLICIES)
     p.add_argument("--every", type=int, default=1, help="only every N-th window of each split (a quicker look)")
     p.add_argument("--tenants", help=f"tenants to draw windows' tenants from (seed-3x8: {SEED_TENANTS})")
+    p.add_argument("--short-first", action="store_true", help="the learned arm also has scheduler.short_first on")
     p.add_argument("--traces")
     p.add_argument("--json", metavar="OUT.json", help="also write every window's figures")
     args = p.parse_args(argv)
@@ -93,14 +98,20 @@ def main(argv: list[str] | None = None) -> int:
     tenants = args.tenants or (SEED_TENANTS if args.scenario == "seed-3x8" else None)
     dev, held = split(sw.candidates(**({"tenants": tenants.split(",")} if tenants else {})))
     dev, held = dev[:: args.every], held[:: args.every]
-    print(f"{args.scenario}: {len(dev)} development and {len(held)} held-out windows; policies {', '.join(policies)}")
+    arm = "learned + short_first" if args.short_first else "learned"
+    print(
+        f"{args.scenario}: {len(dev)} development and {len(held)} held-out windows; policies {', '.join(policies)}; "
+        f"'learned' is: {arm}"
+    )
     out: dict[str, dict[str, list[dict]]] = {}
     t0 = time.perf_counter()
     for name, wins in (("DEVELOPMENT", dev), ("HELD OUT", held)):
         rows: dict[str, list[dict]] = {pol: [] for pol in policies}
         for i, w in enumerate(wins, 1):
             for pol in policies:
-                rows[pol].append(dict(replay(sw, w, pol), window=w.label(sw.trace), tenants=list(w.tenants)))
+                rows[pol].append(
+                    dict(replay(sw, w, pol, args.short_first), window=w.label(sw.trace), tenants=list(w.tenants))
+                )
             print(f"  [{name} {i}/{len(wins)}] {w.label(sw.trace)} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         out[name] = rows
         table(name, rows)

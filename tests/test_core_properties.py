@@ -385,10 +385,11 @@ def test_decisions_do_not_depend_on_hash_order():
     r_max=st.integers(2, 20),
     estimates=st.sampled_from(("none", "exact", "max_runtime")),
     low_priority=st.sampled_from((Priority.LOW, Priority.NORMAL)),
+    short_first=st.booleans(),
     seed=st.integers(0, 2**16),
 )
 def test_aging_bounds_the_wait_of_a_low_priority_job(
-    n_nodes, gpus_per_node, low_gpus, aging, r_max, estimates, low_priority, seed
+    n_nodes, gpus_per_node, low_gpus, aging, r_max, estimates, low_priority, short_first, seed
 ):
     """Bound tested: admitted_at(L) <= submitted_at(L) + starvation_bound(p) + R_max.
 
@@ -408,7 +409,7 @@ def test_aging_bounds_the_wait_of_a_low_priority_job(
         Cluster([NodeSpec(f"n{i}", gpus_per_node) for i in range(n_nodes)]),
         [Tenant("t", n_nodes * gpus_per_node)],
         "dynamic",
-        SchedulerConfig(aging_interval=aging),
+        SchedulerConfig(aging_interval=aging, short_first=short_first),
     )
     ends: dict[str, float] = {}
 

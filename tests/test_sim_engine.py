@@ -12,6 +12,8 @@ import pytest
 from jupyter_gpusched.core.model import JobState, NodeSpec, Priority, Tenant
 from jupyter_gpusched.core.policies import policy_names
 from jupyter_gpusched.core.policies.spot_hybrid import SpotHybridPolicy
+from jupyter_gpusched.core.policies.srpt import SrptOraclePolicy
+from jupyter_gpusched.core.policies.tiresias import TiresiasPolicy
 from jupyter_gpusched.sim.engine import CheckpointModel, Lifetime, PoolConfig, SimJob, Simulation
 from jupyter_gpusched.sim.metrics import bounds, check_bounds, summarize
 from jupyter_gpusched.sim.traces import TraceJob
@@ -219,6 +221,19 @@ def test_srpt_preempts_for_a_much_shorter_job():
     _, res = run(jobs, [pool(nodes=1, gpus=2)], (), "srpt", checkpoint=CheckpointModel(interval_s=500))
     long_, short = res.jobs
     assert long_.preemptions == 1 and short.first_start == 1000 and short.end == pytest.approx(1200)
+
+
+@pytest.mark.parametrize("policy", [TiresiasPolicy, SrptOraclePolicy])
+@pytest.mark.parametrize("preemptible", [False, True])
+def test_baselines_told_to_preempt_only_preemptible_jobs_leave_the_others_running(policy, preemptible):
+    jobs = [job(0, 0, 20_000, gpus=1, pre=preemptible), job(1, 5000, 100, gpus=1)]
+    ck = CheckpointModel(interval_s=600)
+    _, res = run(jobs, [pool(nodes=1, gpus=1)], (), policy(only_preemptible=True), checkpoint=ck)
+    long_, short = res.jobs
+    if preemptible:
+        assert long_.preemptions == 1 and short.first_start == 5000
+    else:
+        assert long_.preemptions == 0 and short.first_start == 20_000
 
 
 def test_same_seed_same_run_and_spot_schedule_depends_on_seed():

@@ -28,13 +28,34 @@ def effective_priority(job: Job) -> Priority:
     return Priority.LOW if job.budget_demoted else job.spec.priority
 
 
-def aged_key(aging_interval: float) -> QueueKey:
-    """Order by virtual submit time (priority head start), then submission order."""
+def aged_key(aging_interval: float, short_first: bool = False) -> QueueKey:
+    """Order by virtual submit time (priority head start), then submission order.
+
+    With `short_first`, a job expected to run for less than one aging interval also gets the
+    rest of that interval as a head start (`short_head_start`), within its class: among jobs
+    submitted close together the expected-shorter go first, as shortest-expected-first
+    would, while the no-starvation bound below stays exactly as it is."""
+    top = int(Priority.HIGH) * aging_interval
 
     def key(job: Job) -> tuple:
         return (job.submitted_at - int(effective_priority(job)) * aging_interval, job.seq)
 
-    return key
+    def short_key(job: Job) -> tuple:
+        head = int(effective_priority(job)) * aging_interval + short_head_start(job, aging_interval)
+        return (job.submitted_at - min(top, head), job.seq)
+
+    return short_key if short_first else key
+
+
+def short_head_start(job: Job, aging_interval: float) -> float:
+    """The head start a runtime estimate earns: what is left of one aging interval after the
+    expected run (none without an estimate). Capped with the class's own head start at the
+    top class's, so no job is ever ordered before one submitted more than the starvation
+    bound earlier."""
+    est = job.spec.runtime_estimate
+    if est is None or not est < aging_interval:
+        return 0.0
+    return aging_interval - max(0.0, est)
 
 
 def fifo_key(job: Job) -> tuple:
@@ -131,8 +152,15 @@ class JobQueue:
                 self._groups = groups
 
     def regroup(self, job: Job) -> None:
-        """A queued job's spec changed (a learned runtime estimate): file it under its new group."""
-        if self.group is not None and job.id in self._token and self.group(job) != self._group_of[job.id]:
+        """A queued job's spec changed (a learned runtime estimate): file it under its new group,
+        and at its new place where the key reads the estimate (short_first)."""
+        if job.id not in self._token:
+            return
+        if self.group is not None:
+            moved = self.group(job) != self._group_of[job.id] or self.key(job) != self._entry[job.id][0]
+        else:
+            moved = True  # no entry is kept by id here: re-file it (its key may read the estimate)
+        if moved:
             self.remove(job.id)
             self.push(job)
 

@@ -57,6 +57,7 @@ class SchedulerConfig:
     aging_interval: float = 3600.0  # seconds a waiting job needs to gain one priority class
     strict_tenants: bool = False  # reject tenants that were not configured
     max_reservations: int = 1  # queued jobs that may hold nodes draining for them (backfill)
+    short_first: bool = False  # expected-short jobs get a head start of up to one aging interval
 
 
 class Scheduler:

@@ -217,6 +217,13 @@ class GPUSched(ExtensionApp):
     aging_interval = Float(
         3600.0, config=True, help="Seconds of waiting that raise a job one priority class (no starvation)."
     )
+    short_first = Bool(
+        False,
+        config=True,
+        help="Give a job expected to run less than aging_interval (from its max_runtime or its learned runtime) "
+        "what is left of that interval as a head start in the queue, within the no-starvation bound "
+        "(docs/scheduling.md).",
+    )
     tick_interval = Float(0.5, config=True, help="Seconds between scheduling passes.")
     heartbeat_timeout = Float(
         60.0, config=True, help="A running job whose runner is silent this long is lost and retried."
@@ -457,6 +464,7 @@ class GPUSched(ExtensionApp):
             user_tenants=dict(self.user_tenants),
             pools=self._pools(backend),
             aging_interval=self.aging_interval,
+            short_first=self.short_first,
             tick_interval=self.tick_interval,
             health=HealthConfig(heartbeat_timeout=self.heartbeat_timeout),
             prometheus=PrometheusSource(self.prometheus_url, self.prometheus_query, self.prometheus_tenant_query),

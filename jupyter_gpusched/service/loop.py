@@ -90,6 +90,7 @@ class ServiceConfig:
     user_tenants: Mapping[str, str] = field(default_factory=dict)
     pools: tuple[Pool, ...] = ()
     aging_interval: float = 3600.0
+    short_first: bool = False  # expected-short jobs get a head start (core/queues.py)
     tick_interval: float = 0.5
     memory_check_interval: float = 30.0  # seconds between GPU-memory leak checks
     health: HealthConfig = field(default_factory=HealthConfig)
@@ -144,7 +145,7 @@ class Service(ServiceViews, Pipelines):
             Cluster(nodes, config.pools),
             tenants,
             ExternalAdmission() if external else config.policy,
-            SchedulerConfig(aging_interval=config.aging_interval, strict_tenants=True),
+            SchedulerConfig(aging_interval=config.aging_interval, strict_tenants=True, short_first=config.short_first),
         )
         self.info: dict[str, JobInfo] = {}  # job id -> what the service knows beyond the core's record
         self.kernel_watches: dict[str, KernelIdleWatch] = {}  # GPU kernels' idle watches (service/interactive.py)

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import yaml
 
-from .config import SimJob
+from .config import ESTIMATES, SimJob
 from .metrics import compare_on_common_jobs, summarize
 from .report import run_policy
 from .scenario import Scenario, ScenarioError, find_scenario, scenario_from_dict, traces_dir
@@ -204,11 +204,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--policies", help="comma-separated (default: the scenario's, less static)")
     p.add_argument("--plot", help="write a PNG of JCT/srpt and GPU-hours lost against load here")
     p.add_argument("--json", help="write every window's figures here")
+    p.add_argument("--estimates", choices=ESTIMATES, help="the jobs' runtime estimates (default: the scenario's)")
+    p.add_argument(
+        "--short-first", choices=("on", "off"), help="scheduler.short_first for every window (default: the scenario's)"
+    )
+    p.add_argument(
+        "--baselines-preempt",
+        choices=("any", "preemptible"),
+        default="any",
+        help="which jobs tiresias and srpt may preempt: any (as published, the default) or only preemptible ones",
+    )
     p.add_argument("--traces")
     args = p.parse_args(argv)
     try:
         path = find_scenario(args.scenario)
         raw = yaml.safe_load(path.read_text())
+        if args.estimates:
+            raw.setdefault("jobs", {})["estimates"] = args.estimates
+        if args.baselines_preempt == "preemptible":
+            opts = raw.setdefault("policy_options", {})
+            for pol in ("tiresias", "srpt"):
+                opts.setdefault(pol, {})["only_preemptible"] = True
+        if args.short_first:
+            raw.setdefault("scheduler", {})["short_first"] = args.short_first == "on"
         tdir = traces_dir(path.parent, args.traces)
         full = full_trace(raw, path, tdir)
         loads = [float(x) for x in args.loads.split(",")]
@@ -231,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.scenario}: {len(wins)} windows of {args.days:g} days with >= {args.min_jobs} jobs; "
         f"replaying the {len(chosen)} {kind} ones ({', '.join(w.label(full) for w in chosen)})"
     )
+    if args.baselines_preempt == "preemptible":
+        print("tiresias and srpt preempt only jobs marked preemptible (--baselines-preempt preemptible)")
     if not chosen:
         return 1
     t0 = time.perf_counter()

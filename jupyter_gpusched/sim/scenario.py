@@ -186,6 +186,11 @@ class _Reader:
             self.fail(path, f"must be at least {minimum}, got {value!r}")
         return int(value)
 
+    def boolean(self, value, path: str) -> bool:
+        if not isinstance(value, bool):
+            self.fail(path, f"expected true or false, got {value!r}")
+        return value
+
     def string(self, value, path: str, *, choices: Sequence[str] | None = None, optional=False):
         if value is None and optional:
             return None
@@ -477,10 +482,11 @@ def scenario_from_dict(
     jobs = _assign(trace, mix, preemptible, seed)
 
     # scheduler, policies
-    sv = r.mapping(top.get("scheduler"), "scheduler", ["aging_interval_s", "max_reservations"])
+    sv = r.mapping(top.get("scheduler"), "scheduler", ["aging_interval_s", "max_reservations", "short_first"])
     sched = SchedulerConfig(
         aging_interval=r.number(sv.get("aging_interval_s", 3600.0), "scheduler.aging_interval_s", positive=True),
         max_reservations=r.integer(sv.get("max_reservations", 1), "scheduler.max_reservations", minimum=0),
+        short_first=r.boolean(sv.get("short_first", False), "scheduler.short_first"),
     )
     pols = top.get("policies", list(DEFAULT_POLICIES))
     if not isinstance(pols, list) or not pols:

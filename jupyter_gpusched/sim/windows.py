@@ -143,8 +143,9 @@ class Sweep:
         sc = scenario_from_dict(raw, where=str(path), base=base, traces=tdir, path=path)
         return cls(raw, path, tdir, full, sc)
 
-    def window(self, w: Window, estimates: str | None = None) -> Scenario:
-        """The scenario on window `w` (its tenants on the scenario's terms); `estimates` overrides jobs.estimates."""
+    def window(self, w: Window, estimates: str | None = None, short_first: bool | None = None) -> Scenario:
+        """The scenario on window `w` (its tenants on the scenario's terms); `estimates` overrides
+        jobs.estimates and `short_first` scheduler.short_first."""
         r2 = copy.deepcopy(self.raw)
         origin = self.trace.origin
         r2["trace"]["window"] = (
@@ -159,6 +160,8 @@ class Sweep:
         r2["tenants"] = _tenant_terms(self.raw.get("tenants") or [], w.tenants)
         if estimates:
             r2.setdefault("jobs", {})["estimates"] = estimates
+        if short_first is not None:
+            r2.setdefault("scheduler", {})["short_first"] = short_first
         return scenario_from_dict(r2, where=str(self.path), base=self.path.parent, traces=self.traces, path=self.path)
 
     def candidates(self, **kw) -> list[Window]:

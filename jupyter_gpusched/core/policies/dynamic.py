@@ -45,7 +45,7 @@ class DynamicPolicy(Policy):
         self._excluded_memo: tuple = (None, None, set(), {})
 
     def queue_key(self, config):
-        return aged_key(config.aging_interval)
+        return aged_key(config.aging_interval, config.short_first)
 
     def queue_group(self):
         return dynamic_group

@@ -20,7 +20,13 @@ if TYPE_CHECKING:  # pragma: no cover
 class PreemptiveListPolicy(Policy):
     """Subclasses give `queue_key`, `queued_rank(job)` (queue order must follow it,
     ascending) and `bar(s, job, now)` for a running job: a queued job whose rank is below a
-    running job's bar may preempt it. A higher bar means easier to preempt."""
+    running job's bar may preempt it. A higher bar means easier to preempt.
+
+    As published, these baselines preempt any job. With `only_preemptible` they preempt only
+    jobs marked preemptible, as every policy of ours must: the fair yardstick where a trace
+    marks most work non-preemptible (benchmarks/RESULTS.md)."""
+
+    only_preemptible = False
 
     def queued_rank(self, job: Job) -> Any:
         raise NotImplementedError
@@ -47,7 +53,11 @@ class PreemptiveListPolicy(Policy):
             if alloc is None:
                 failed[key] = min(job.gpus, failed.get(key, 1 << 30))
                 if running is None:
-                    running = {j.id: self.bar(s, j, now) for j in s.active.values() if not j.spec.interactive}
+                    running = {
+                        j.id: self.bar(s, j, now)
+                        for j in s.active.values()
+                        if not j.spec.interactive and (j.spec.preemptible or not self.only_preemptible)
+                    }
                     worst = max(running.values(), default=None)
                 rank = self.queued_rank(job)
                 if worst is None or not rank < worst:

@@ -27,10 +27,11 @@ DEFAULT_THRESHOLDS = (3600.0,)  # GPU-seconds: queue 0 below one GPU-hour, queue
 
 @register("tiresias")
 class TiresiasPolicy(PreemptiveListPolicy):
-    def __init__(self, thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS) -> None:
+    def __init__(self, thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS, only_preemptible: bool = False) -> None:
         if list(thresholds) != sorted(thresholds) or any(t <= 0 for t in thresholds):
             raise ValueError("tiresias thresholds must be positive and increasing")
         self.thresholds = tuple(float(t) for t in thresholds)
+        self.only_preemptible = bool(only_preemptible)
 
     def level(self, service: float) -> int:
         return bisect.bisect_right(self.thresholds, service)
