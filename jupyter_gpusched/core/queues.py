@@ -82,7 +82,7 @@ class JobQueue:
         self.group = group
         self._groups: dict[Hashable, list[tuple[tuple, int, Job]]] = {}
         self._group_of: dict[str, Hashable] = {}  # job id -> its group when queued
-        self._entry: dict[str, tuple[tuple, int, Job]] = {}  # job id -> its live entry (grouped queues)
+        self._entry: dict[str, tuple[tuple, int, Job]] = {}  # job id -> its live entry
         self._entries: list[tuple[tuple, int, Job]] = []
         self._token: dict[str, int] = {}  # job id -> token of its live entry
         self._next_token = 0
@@ -110,9 +110,9 @@ class JobQueue:
         # tokens are unique, so tuple comparison never reaches the Job
         entry = (self.key(job), token, job)
         bisect.insort(self._entries, entry)
+        self._entry[job.id] = entry
         if self.group is not None:
             g = self._group_of[job.id] = self.group(job)
-            self._entry[job.id] = entry
             members = self._groups.get(g)
             if members is None:
                 self._groups[g] = [entry]
@@ -131,8 +131,8 @@ class JobQueue:
             self._tenants[tenant] = left
         else:
             del self._tenants[tenant]
+        del self._entry[job_id]
         if self.group is not None:
-            del self._entry[job_id]
             g = self._group_of.pop(job_id)
             members = self._groups[g]
             if members[0][1] == token:  # its group's head: drop the stale entries that lead it
@@ -154,13 +154,10 @@ class JobQueue:
     def regroup(self, job: Job) -> None:
         """A queued job's spec changed (a learned runtime estimate): file it under its new group,
         and at its new place where the key reads the estimate (short_first)."""
-        if job.id not in self._token:
+        entry = self._entry.get(job.id)
+        if entry is None:
             return
-        if self.group is not None:
-            moved = self.group(job) != self._group_of[job.id] or self.key(job) != self._entry[job.id][0]
-        else:
-            moved = True  # no entry is kept by id here: re-file it (its key may read the estimate)
-        if moved:
+        if self.key(job) != entry[0] or (self.group is not None and self.group(job) != self._group_of[job.id]):
             self.remove(job.id)
             self.push(job)
 

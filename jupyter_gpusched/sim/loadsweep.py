@@ -47,7 +47,7 @@ import yaml
 from .config import ESTIMATES, SimJob
 from .metrics import compare_on_common_jobs, summarize
 from .report import run_policy
-from .scenario import Scenario, ScenarioError, find_scenario, scenario_from_dict, traces_dir
+from .scenario import Scenario, ScenarioError, find_scenario, override, scenario_from_dict, traces_dir
 from .traces import Trace, TraceError, TraceJob, load_trace
 
 DEFAULT_LOADS = (0.6, 0.8, 0.95)
@@ -218,15 +218,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         path = find_scenario(args.scenario)
-        raw = yaml.safe_load(path.read_text())
-        if args.estimates:
-            raw.setdefault("jobs", {})["estimates"] = args.estimates
+        raw = override(
+            yaml.safe_load(path.read_text()), args.estimates, {"on": True, "off": False}.get(args.short_first)
+        )
         if args.baselines_preempt == "preemptible":
             opts = raw.setdefault("policy_options", {})
             for pol in ("tiresias", "srpt"):
                 opts.setdefault(pol, {})["only_preemptible"] = True
-        if args.short_first:
-            raw.setdefault("scheduler", {})["short_first"] = args.short_first == "on"
         tdir = traces_dir(path.parent, args.traces)
         full = full_trace(raw, path, tdir)
         loads = [float(x) for x in args.loads.split(",")]

@@ -55,6 +55,16 @@ def builtin_scenarios() -> list[str]:
     return sorted(names)
 
 
+def override(raw: dict, estimates: str | None = None, short_first: bool | None = None) -> dict:
+    """`raw` (a scenario as read from YAML) with jobs.estimates and scheduler.short_first set
+    where given: how the sweeps replay one scenario with and without them. Changes `raw`."""
+    if estimates:
+        raw.setdefault("jobs", {})["estimates"] = estimates
+    if short_first is not None:
+        raw.setdefault("scheduler", {})["short_first"] = short_first
+    return raw
+
+
 def find_scenario(name_or_path: str | Path) -> Path:
     """A path to a YAML file, or the name of a built-in one (jupyter_gpusched/sim/scenarios/)."""
     p = Path(name_or_path)

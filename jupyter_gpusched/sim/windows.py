@@ -30,7 +30,7 @@ import yaml
 from .config import ESTIMATES
 from .metrics import compare_on_common_jobs, summarize
 from .report import run_policy
-from .scenario import Scenario, ScenarioError, find_scenario, scenario_from_dict, traces_dir
+from .scenario import Scenario, ScenarioError, find_scenario, override, scenario_from_dict, traces_dir
 from .traces import Trace, TraceError, load_trace
 
 
@@ -158,10 +158,7 @@ class Sweep:
         )
         r2["trace"]["tenants"] = list(w.tenants)
         r2["tenants"] = _tenant_terms(self.raw.get("tenants") or [], w.tenants)
-        if estimates:
-            r2.setdefault("jobs", {})["estimates"] = estimates
-        if short_first is not None:
-            r2.setdefault("scheduler", {})["short_first"] = short_first
+        override(r2, estimates, short_first)
         return scenario_from_dict(r2, where=str(self.path), base=self.path.parent, traces=self.traces, path=self.path)
 
     def candidates(self, **kw) -> list[Window]:

@@ -26,7 +26,8 @@ class PreemptiveListPolicy(Policy):
     jobs marked preemptible, as every policy of ours must: the fair yardstick where a trace
     marks most work non-preemptible (benchmarks/RESULTS.md)."""
 
-    only_preemptible = False
+    def __init__(self, only_preemptible: bool = False) -> None:
+        self.only_preemptible = bool(only_preemptible)
 
     def queued_rank(self, job: Job) -> Any:
         raise NotImplementedError

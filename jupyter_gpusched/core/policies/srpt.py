@@ -33,9 +33,6 @@ def _remaining(job: Job, service: float) -> float:
 class SrptOraclePolicy(PreemptiveListPolicy):
     oracle = True  # the simulator tells it true runtimes
 
-    def __init__(self, only_preemptible: bool = False) -> None:
-        self.only_preemptible = bool(only_preemptible)
-
     def queue_key(self, config):
         def key(job: Job) -> tuple:
             return (_remaining(job, job.attained_gpu_s), job.gpus, job.submitted_at, job.seq)

@@ -30,8 +30,8 @@ class TiresiasPolicy(PreemptiveListPolicy):
     def __init__(self, thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS, only_preemptible: bool = False) -> None:
         if list(thresholds) != sorted(thresholds) or any(t <= 0 for t in thresholds):
             raise ValueError("tiresias thresholds must be positive and increasing")
+        super().__init__(only_preemptible)
         self.thresholds = tuple(float(t) for t in thresholds)
-        self.only_preemptible = bool(only_preemptible)
 
     def level(self, service: float) -> int:
         return bisect.bisect_right(self.thresholds, service)
