@@ -663,6 +663,57 @@ def test_dynamic_large_job_is_not_starved_by_a_stream_of_small_jobs(estimates):
     assert got == [big.id]
 
 
+def test_dynamic_reservation_does_not_hold_gpus_for_a_drain_days_away():
+    """Issue 12 (alibaba-loaded): a reservation behind a job that has run for a day (no
+    runtime estimate: expected to run about as long again) held 7 idle GPUs for 30 hours
+    while 157 jobs queued. A reservation whose nodes are not expected to drain within one
+    aging interval stays the job's, but leaves the free GPUs to other jobs."""
+    s = sched(sizes=(4,), aging_interval=3600.0)
+    old = s.submit(spec(1), 0.0)
+    run(s, 0.0)
+    big = s.submit(spec(4), 86_400.0)
+    assert run(s, 86_400.0) == [] and s.policy.reservations == {big.id: ("n0",)}
+    small = [s.submit(spec(1), 86_401.0) for _ in range(3)]
+    assert run(s, 86_401.0) == [j.id for j in small]  # the 3 free GPUs are not held idle
+    for j in small + [old]:
+        s.finished(j.id, 90_000.0, ok=True)
+    assert run(s, 90_000.0) == [big.id]
+
+
+def test_dynamic_open_reservation_holds_once_the_jobs_before_it_have_ended():
+    """The no-starvation bound with open reservations: a reservation holds at the latest when
+    the jobs that were on its node before it was made have ended, since every job started
+    there later has run less than the reservation has waited."""
+    s = sched(sizes=(4,), aging_interval=100.0)
+    old = s.submit(spec(1), 0.0)
+    run(s, 0.0)
+    big = s.submit(spec(4), 10_000.0)
+    fill = [s.submit(spec(1), 10_000.0) for _ in range(3)]
+    assert run(s, 10_000.0) == [j.id for j in fill]  # open: the old job may run for hours
+    s.finished(old.id, 20_000.0, ok=True)
+    late = s.submit(spec(1), 20_000.0)
+    assert run(s, 20_000.0) == [] and late.state is S.QUEUED  # held: its free GPU waits for big
+    for j in fill:
+        s.finished(j.id, 25_000.0, ok=True)
+    assert run(s, 25_000.0) == [big.id]
+
+
+def test_dynamic_reservation_that_holds_its_nodes_keeps_holding_them():
+    """Once a reservation holds its nodes (their drain was near), it holds them until its
+    job starts, however long the jobs there go on: were it let go when they grew old, small
+    jobs would refill the node and the job would get a near drain only while they are young,
+    i.e. never when it comes (a 4-GPU job of seed-3x8 waited 11 h that way)."""
+    s = sched(sizes=(4,), aging_interval=3600.0)
+    blocker = s.submit(spec(1), 0.0)
+    run(s, 0.0)
+    big = s.submit(spec(4), 60.0)
+    assert run(s, 60.0) == []  # the blocker has run 1 min: expected to end soon
+    small = s.submit(spec(1), 7_200.0)  # it has run 2 h: now expected 2 h more
+    assert run(s, 7_200.0) == [] and small.state is S.QUEUED
+    s.finished(blocker.id, 9_000.0, ok=True)
+    assert run(s, 9_000.0) == [big.id]
+
+
 def test_dynamic_short_jobs_backfill_around_a_waiting_large_job():
     s = sched(sizes=(4,))
     first = [s.submit(spec(1, est_runtime=100.0), 0.0) for _ in range(2)]

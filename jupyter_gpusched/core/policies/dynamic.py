@@ -10,9 +10,12 @@ their tenant's quota, then for jobs that would borrow.
 3. if it does not fit but is within its quota, borrowers of other tenants are preempted
    to make room on one node (least work lost first);
 4. else the first such blocked job gets a reservation: the node(s) that will have room
-   for it soonest. Later jobs may not use a reserved node unless their runtime estimate
-   says they end before the reserved job could start there (EASY backfill). The
-   reservation bounds how long a large job can be passed by small ones.
+   for it soonest. Once those nodes are expected to drain within one aging interval
+   (jobs without a runtime estimate expected to run as long again as they have run), the
+   reservation holds them until its job starts: later jobs may not use a held node unless
+   their runtime estimate says they end before the reserved job could start there (EASY
+   backfill). The reservation bounds how long a large job can be passed by small ones,
+   without idling GPUs for a drain days away.
 5. a job larger than its tenant's whole quota can only borrow: it gets no reservation and
    does not start while another tenant's within-quota job waits (it would be reclaimed at
    once); it runs in the windows the quota holders leave free (docs/scheduling.md).
@@ -21,6 +24,8 @@ their tenant's quota, then for jobs that would borrow.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ..model import Job, work_at_risk
@@ -40,6 +45,8 @@ class DynamicPolicy(Policy):
     def __init__(self) -> None:
         self._reservations: dict[str, tuple[str, ...]] = {}  # queued job id -> nodes held for it
         self._shadow: dict[str, tuple[str, float]] = {}
+        self._made: dict[str, float] = {}  # reservation owner -> when it was made
+        self._holding: set[str] = set()  # reservations holding their nodes: once they do, until they end
         # (shadow, now, its owners, {estimate: excluded nodes}): for jobs owning no reservation
         # the answer depends only on the estimate, so a pass computes it once per estimate
         self._excluded_memo: tuple = (None, None, set(), {})
@@ -61,7 +68,9 @@ class DynamicPolicy(Policy):
             for jid, nodes in self._reservations.items()
             if jid in s.queue and all(n in cluster for n in nodes)
         }
-        self._shadow = self._shadows(s)  # reserved node -> (owner job id, earliest start there)
+        self._holding &= set(self._reservations)
+        self._made = {jid: t for jid, t in self._made.items() if jid in self._reservations}
+        self._shadow = self._shadows(s, now)  # reserved node -> (owner job id, earliest start there)
         # Guaranteed shares first, then burst: a job that must borrow is only considered
         # after every job within its quota, so a pass never lends GPUs it reclaims at once.
         quota_waiting, owners_waiting = self._walk(s, now, Admission.WITHIN_QUOTA, set(), set())
@@ -134,7 +143,7 @@ class DynamicPolicy(Policy):
                     tenant_blocked[(tenant, True)] = min(g, tenant_blocked.get((tenant, True), INF))
                 walk.set_aside(for_pass=True)
                 if self._reservations.pop(job.id, None):
-                    self._shadow = self._shadows(s)
+                    self._shadow = self._shadows(s, now)
                     walk.changed()
                     if kept_off and may_restart:
                         return None
@@ -189,7 +198,7 @@ class DynamicPolicy(Policy):
                 verdicts.clear()
                 usable_free.clear()
                 if self._reservations.pop(job.id, None):
-                    self._shadow = self._shadows(s)
+                    self._shadow = self._shadows(s, now)
                     if kept_off and may_restart:
                         return None
                 continue
@@ -208,7 +217,8 @@ class DynamicPolicy(Policy):
                 nodes = self._choose_nodes(s, job)
                 if nodes:
                     self._reservations[job.id] = nodes
-                    self._shadow = self._shadows(s)
+                    self._made[job.id] = now
+                    self._shadow = self._shadows(s, now)
                     walk.changed()
         return line.held_tenants(), owners_waiting
 
@@ -237,12 +247,33 @@ class DynamicPolicy(Policy):
             memo[est] = out
         return out
 
-    def _shadows(self, s: Scheduler) -> dict[str, tuple[str, float]]:
+    def _shadows(self, s: Scheduler, now: float) -> dict[str, tuple[str, float]]:
+        """Reserved node -> (owner, its projected start there, from runtime estimates), for
+        the reservations that hold their nodes.
+
+        A reservation holds its nodes once they are expected to drain (`expected_end`)
+        within one aging interval or within as long as the reservation has waited already,
+        whichever is longer, and then until its job starts or leaves. Before that its nodes
+        stay open to every job: GPUs held idle for a drain days away cost more than the wait
+        they save (issue 12, alibaba-loaded: 7 GPUs idle for 30 h behind one pod while 157
+        jobs queued). The wait term bounds the open time: the jobs on its nodes that started
+        after the reservation was made have run less than it has waited, so are expected to
+        end within that wait; once those that were there before it have ended (within their
+        max_runtime), it holds. Once held,
+        always held: let go when the jobs there grow old, small jobs would refill the nodes
+        and the drain would look near only while they are young (seed-3x8: a 4-GPU job
+        waited 11 h that way)."""
         out: dict[str, tuple[str, float]] = {}
+        expected = partial(expected_end, s, now=now)
         for jid, nodes in self._reservations.items():
             job = s.jobs[jid]
-            share = _share(job.gpus, len(nodes))
-            start = max(_ready_time(s, n, min(share, s.cluster.capacity(n))) for n in nodes)
+            need = {n: min(_share(job.gpus, len(nodes)), s.cluster.capacity(n)) for n in nodes}
+            if jid not in self._holding:
+                patience = max(s.config.aging_interval, now - self._made.get(jid, now))
+                if max(_ready_time(s, n, k, expected) for n, k in need.items()) > now + patience:
+                    continue
+                self._holding.add(jid)
+            start = max(_ready_time(s, n, k, s.projected_end) for n, k in need.items())
             for n in nodes:
                 out[n] = (jid, start)
         return out
@@ -261,7 +292,7 @@ class DynamicPolicy(Policy):
             need = min(g, cap)
             if fits_one_node and cap < g:
                 continue
-            ranked.append((_ready_time(s, n, need), -s.cluster.free_on(n), order, n))
+            ranked.append((_ready_time(s, n, need, s.projected_end), -s.cluster.free_on(n), order, n))
         ranked.sort()
         chosen, total = [], 0
         for _, _, _, n in ranked:
@@ -315,12 +346,23 @@ def dynamic_group(job: Job) -> tuple:
             spec.runtime_estimate)  # fmt: skip
 
 
+def expected_end(s: Scheduler, job: Job, now: float) -> float:
+    """When an active job is expected to end: `now` plus as long again as it has run so far
+    (with heavy-tailed runtimes, as GPU clusters' are, a job that has run for t is as likely
+    as not to run t more: one that has run for days is not expected to end within the hour,
+    one that just started may well), or its runtime estimate's end if sooner. Never later
+    than the first: the no-starvation bound rests on it (`_shadows`)."""
+    start = job.started_at if job.started_at is not None else job.admitted_at
+    lindy = INF if start is None else now + (now - start)
+    return min(lindy, s.projected_end(job))
+
+
 def _share(gpus: int, nodes: int) -> int:
     return -(-gpus // nodes)
 
 
-def _ready_time(s: Scheduler, node: str, need: int) -> float:
-    """When `node` is projected to have `need` free GPUs, from its jobs' estimated ends."""
+def _ready_time(s: Scheduler, node: str, need: int, end_of: Callable[[Job], float]) -> float:
+    """When `node` will have `need` free GPUs if its jobs end at `end_of` (inf: unknown)."""
     free = s.cluster.free_on(node)
     if free >= need:
         return -INF
@@ -329,7 +371,7 @@ def _ready_time(s: Scheduler, node: str, need: int) -> float:
         job = jobs[j]
         alloc = job.allocation
         held = len(alloc[0][1]) if len(alloc) == 1 else sum(len(ids) for n, ids in alloc if n == node)
-        ends.append((s.projected_end(job), held))
+        ends.append((end_of(job), held))
     ends.sort()
     for end, gpus in ends:
         free += gpus
