@@ -680,6 +680,21 @@ def test_dynamic_reservation_does_not_hold_gpus_for_a_drain_days_away():
     assert run(s, 90_000.0) == [big.id]
 
 
+def test_dynamic_reservation_does_not_trust_an_estimate_its_job_has_outrun():
+    """A job 1 minute into an estimated 1 hour is expected to end within the hour; one a day
+    past that estimate is not (learned estimates are often short): the reservation stays open."""
+    s = sched(sizes=(4,), aging_interval=3600.0)
+    old = s.submit(spec(1, est_runtime=3600.0), 0.0)
+    run(s, 0.0)
+    big = s.submit(spec(4), 90_000.0)
+    assert run(s, 90_000.0) == [] and big.id in s.policy.reservations
+    small = s.submit(spec(1), 90_001.0)
+    assert run(s, 90_001.0) == [small.id]
+    s.finished(old.id, 95_000.0, ok=True)
+    s.finished(small.id, 95_000.0, ok=True)
+    assert run(s, 95_000.0) == [big.id]
+
+
 def test_dynamic_open_reservation_holds_once_the_jobs_before_it_have_ended():
     """The no-starvation bound with open reservations: a reservation holds at the latest when
     the jobs that were on its node before it was made have ended, since every job started

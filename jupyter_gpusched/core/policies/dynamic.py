@@ -350,11 +350,13 @@ def expected_end(s: Scheduler, job: Job, now: float) -> float:
     """When an active job is expected to end: `now` plus as long again as it has run so far
     (with heavy-tailed runtimes, as GPU clusters' are, a job that has run for t is as likely
     as not to run t more: one that has run for days is not expected to end within the hour,
-    one that just started may well), or its runtime estimate's end if sooner. Never later
-    than the first: the no-starvation bound rests on it (`_shadows`)."""
+    one that just started may well), or its runtime estimate's end if sooner and not passed
+    (an estimate the job has outrun says nothing about when it ends). Never later than the
+    first: the no-starvation bound rests on it (`_shadows`)."""
     start = job.started_at if job.started_at is not None else job.admitted_at
     lindy = INF if start is None else now + (now - start)
-    return min(lindy, s.projected_end(job))
+    end = s.projected_end(job)
+    return end if now <= end < lindy else lindy
 
 
 def _share(gpus: int, nodes: int) -> int:
