@@ -10,8 +10,8 @@ their tenant's quota, then for jobs that would borrow.
 3. if it does not fit but is within its quota, borrowers of other tenants are preempted
    to make room on one node (least work lost first);
 4. else the first such blocked job gets a reservation: the node(s) that will have room
-   for it soonest. Once those nodes are expected to drain within one aging interval
-   (jobs without a runtime estimate expected to run as long again as they have run), the
+   for it soonest. Once those nodes are expected to drain within one aging interval, or
+   within as long as the reservation has waited, whichever is longer (`expected_end`), the
    reservation holds them until its job starts: later jobs may not use a held node unless
    their runtime estimate says they end before the reserved job could start there (EASY
    backfill). The reservation bounds how long a large job can be passed by small ones,
@@ -259,10 +259,9 @@ class DynamicPolicy(Policy):
         jobs queued). The wait term bounds the open time: the jobs on its nodes that started
         after the reservation was made have run less than it has waited, so are expected to
         end within that wait; once those that were there before it have ended (within their
-        max_runtime), it holds. Once held,
-        always held: let go when the jobs there grow old, small jobs would refill the nodes
-        and the drain would look near only while they are young (seed-3x8: a 4-GPU job
-        waited 11 h that way)."""
+        max_runtime), it holds. Once held, always held: let go when the jobs there grow old,
+        small jobs would refill the nodes and the drain would look near only while they are
+        young (seed-3x8: a 4-GPU job waited 11 h that way)."""
         out: dict[str, tuple[str, float]] = {}
         expected = partial(expected_end, s, now=now)
         for jid, nodes in self._reservations.items():
