@@ -34,14 +34,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import yaml
-
 from jupyter_gpusched.core.model import Priority
 from jupyter_gpusched.sim.config import SimJob
-from jupyter_gpusched.sim.loadsweep import cut_windows, full_trace, scenario_at_load
+from jupyter_gpusched.sim.loadsweep import LoadSweep
 from jupyter_gpusched.sim.metrics import compare_on_common_jobs, summarize
 from jupyter_gpusched.sim.report import run_policy
-from jupyter_gpusched.sim.scenario import Scenario, find_scenario, traces_dir
+from jupyter_gpusched.sim.scenario import Scenario
 from jupyter_gpusched.sim.windows import Sweep
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -99,8 +97,7 @@ def figures(sc: Scenario) -> dict[str, dict]:
             "jct/tiresias": compare_on_common_jobs(res, runs["tiresias"]).get("avg_jct_s"),
             "jct/srpt": compare_on_common_jobs(res, runs["srpt"]).get("avg_jct_s"),
             "lost": s["gpu_hours_lost"],
-            "max_wait_h": max((r.first_start - r.submit for r in res.jobs if r.first_start is not None), default=0)
-            / 3600,
+            "max_wait_h": (s["max_wait_s"] or 0.0) / 3600,
         }
     return out
 
@@ -143,16 +140,10 @@ def main(argv: list[str] | None = None) -> int:
             sets[name] = [(w.label(sw.trace), lambda w=w: sw.window(w)) for w in wins]
         what = "candidate windows"
     else:
-        path = find_scenario(args.scenario)
-        raw = yaml.safe_load(path.read_text())
-        tdir = traces_dir(path.parent, args.traces)
-        full = full_trace(raw, path, tdir)
-        wins = cut_windows(full, args.days, args.min_jobs)
+        ls = LoadSweep.load(args.scenario, args.traces, args.days, args.min_jobs)
         for name, held_out in (("dev", False), ("held", True)):
             sets[name] = [
-                (w.label(full), lambda w=w: scenario_at_load(raw, path, tdir, full, w, args.load))
-                for w in wins
-                if w.held_out == held_out
+                (w.label(ls.trace), lambda w=w: ls.at(w, args.load)) for w in ls.windows if w.held_out == held_out
             ]
         what = f"{args.days:g}-day windows at offered load {args.load:g}"
     print(f"{args.scenario}: {what}; arms: {', '.join(ARMS)}")

@@ -164,6 +164,32 @@ def full_trace(raw: dict, path: Path, traces: Path | None) -> Trace:
     return trace.select(tenants=tv.get("tenants"), max_gpus=tv.get("max_gpus"))
 
 
+@dataclass
+class LoadSweep:
+    """A scenario's whole trace cut into windows, each replayable at any offered load: what the
+    load sweep replays, for the sweep itself and for benchmarks that replay its windows."""
+
+    raw: dict  # the scenario as read (with any overrides applied)
+    path: Path
+    traces: Path | None
+    trace: Trace  # the whole trace, with the scenario's tenant and size filters
+    windows: list[Window]
+
+    @classmethod
+    def from_raw(cls, raw: dict, path: Path, traces: str | Path | None, days: float, min_jobs: int) -> LoadSweep:
+        tdir = traces_dir(path.parent, traces)
+        full = full_trace(raw, path, tdir)
+        return cls(raw, path, tdir, full, cut_windows(full, days, min_jobs))
+
+    @classmethod
+    def load(cls, scenario: str | Path, traces: str | Path | None = None, days: float = 7.0, min_jobs: int = 200):
+        path = find_scenario(scenario)
+        return cls.from_raw(yaml.safe_load(path.read_text()), path, traces, days, min_jobs)
+
+    def at(self, w: Window, load: float) -> Scenario:
+        return scenario_at_load(self.raw, self.path, self.traces, self.trace, w, load)
+
+
 def replay_window(sc: Scenario, policies: Sequence[str]) -> dict[str, dict]:
     """Each policy's figures on one sized window."""
     runs = {pol: run_policy(sc, pol) for pol in policies}
@@ -225,10 +251,10 @@ def main(argv: list[str] | None = None) -> int:
             opts = raw.setdefault("policy_options", {})
             for pol in ("tiresias", "srpt"):
                 opts.setdefault(pol, {})["only_preemptible"] = True
-        tdir = traces_dir(path.parent, args.traces)
-        full = full_trace(raw, path, tdir)
+        sweep = LoadSweep.from_raw(raw, path, args.traces, args.days, args.min_jobs)
+        full, wins = sweep.trace, sweep.windows
         loads = [float(x) for x in args.loads.split(",")]
-        base = scenario_from_dict(raw, where=str(path), base=path.parent, traces=tdir, path=path)
+        base = scenario_from_dict(raw, where=str(path), base=path.parent, traces=sweep.traces, path=path)
     except (ScenarioError, TraceError, KeyError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -238,7 +264,6 @@ def main(argv: list[str] | None = None) -> int:
     policies = (
         [x.strip() for x in args.policies.split(",")] if args.policies else [x for x in base.policies if x != "static"]
     )
-    wins = cut_windows(full, args.days, args.min_jobs)
     chosen = [w for w in wins if w.held_out != args.dev]
     if args.windows is not None:
         chosen = chosen[: args.windows]
@@ -259,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = table[load] = {pol: {} for pol in policies}
         for w in chosen:
             try:
-                sc = scenario_at_load(raw, path, tdir, full, w, load)
+                sc = sweep.at(w, load)
             except ScenarioError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 return 2

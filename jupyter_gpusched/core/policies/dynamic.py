@@ -11,7 +11,7 @@ their tenant's quota, then for jobs that would borrow.
    to make room on one node (least work lost first);
 4. else the first such blocked job gets a reservation: the node(s) that will have room
    for it soonest. Once those nodes are expected to drain within one aging interval, or
-   within as long as the reservation has waited, whichever is longer (`expected_end`), the
+   within as long as the reservation has waited, whichever is longer (`_expected_end`), the
    reservation holds them until its job starts: later jobs may not use a held node unless
    their runtime estimate says they end before the reserved job could start there (EASY
    backfill). The reservation bounds how long a large job can be passed by small ones,
@@ -251,7 +251,7 @@ class DynamicPolicy(Policy):
         """Reserved node -> (owner, its projected start there, from runtime estimates), for
         the reservations that hold their nodes.
 
-        A reservation holds its nodes once they are expected to drain (`expected_end`)
+        A reservation holds its nodes once they are expected to drain (`_expected_end`)
         within one aging interval or within as long as the reservation has waited already,
         whichever is longer, and then until its job starts or leaves. Before that its nodes
         stay open to every job: GPUs held idle for a drain days away cost more than the wait
@@ -263,12 +263,12 @@ class DynamicPolicy(Policy):
         small jobs would refill the nodes and the drain would look near only while they are
         young (seed-3x8: a 4-GPU job waited 11 h that way)."""
         out: dict[str, tuple[str, float]] = {}
-        expected = partial(expected_end, s, now=now)
+        expected = partial(_expected_end, s, now=now)
         for jid, nodes in self._reservations.items():
             job = s.jobs[jid]
             need = {n: min(_share(job.gpus, len(nodes)), s.cluster.capacity(n)) for n in nodes}
             if jid not in self._holding:
-                patience = max(s.config.aging_interval, now - self._made.get(jid, now))
+                patience = max(s.config.aging_interval, now - self._made[jid])
                 if max(_ready_time(s, n, k, expected) for n, k in need.items()) > now + patience:
                     continue
                 self._holding.add(jid)
@@ -345,7 +345,7 @@ def dynamic_group(job: Job) -> tuple:
             spec.runtime_estimate)  # fmt: skip
 
 
-def expected_end(s: Scheduler, job: Job, now: float) -> float:
+def _expected_end(s: Scheduler, job: Job, now: float) -> float:
     """When an active job is expected to end: `now` plus as long again as it has run so far
     (with heavy-tailed runtimes, as GPU clusters' are, a job that has run for t is as likely
     as not to run t more: one that has run for days is not expected to end within the hour,
