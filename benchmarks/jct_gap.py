@@ -45,7 +45,7 @@ from jupyter_gpusched.sim.windows import Sweep
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from estimates_eval import SEED_TENANTS, split  # noqa: E402
 
-ARMS = ("dynamic", "-classes", "-tenants", "-reservation", "-all", "tiresias*", "tiresias", "fifo", "srpt")
+ARMS = ("dynamic", "-pause", "-classes", "-tenants", "-reservation", "-all", "tiresias*", "tiresias", "fifo", "srpt")
 
 
 def one_class(sc: Scenario) -> Scenario:
@@ -63,33 +63,42 @@ def one_tenant(sc: Scenario) -> Scenario:
     return out
 
 
+def no_pause(sc: Scenario) -> Scenario:
+    out = copy.copy(sc)
+    out.scheduler = replace(sc.scheduler, pause_long_runs=False)
+    return out
+
+
 def no_reservation(sc: Scenario) -> Scenario:
     out = copy.copy(sc)
     out.scheduler = replace(sc.scheduler, max_reservations=0)
     return out
 
 
-def arm_runs(sc: Scenario) -> dict:
+def arm_runs(sc: Scenario, arms: tuple[str, ...]) -> dict:
     fair = copy.copy(sc)
     fair.policy_options = {
         **sc.policy_options,
         "tiresias": {**sc.policy_options.get("tiresias", {}), "only_preemptible": True},
     }
-    return {
-        "dynamic": run_policy(sc, "dynamic"),
-        "-classes": run_policy(one_class(sc), "dynamic"),
-        "-tenants": run_policy(one_tenant(sc), "dynamic"),
-        "-reservation": run_policy(no_reservation(sc), "dynamic"),
-        "-all": run_policy(no_reservation(one_tenant(one_class(sc))), "dynamic"),
-        "tiresias*": run_policy(fair, "tiresias"),
-        "tiresias": run_policy(sc, "tiresias"),
-        "fifo": run_policy(sc, "fifo"),
-        "srpt": run_policy(sc, "srpt"),
+    runs = {
+        "dynamic": lambda: run_policy(sc, "dynamic"),
+        "-pause": lambda: run_policy(no_pause(sc), "dynamic"),
+        "-classes": lambda: run_policy(one_class(sc), "dynamic"),
+        "-tenants": lambda: run_policy(one_tenant(sc), "dynamic"),
+        "-reservation": lambda: run_policy(no_reservation(sc), "dynamic"),
+        "-all": lambda: run_policy(no_reservation(one_tenant(one_class(sc))), "dynamic"),
+        "tiresias*": lambda: run_policy(fair, "tiresias"),
+        "tiresias": lambda: run_policy(sc, "tiresias"),
+        "fifo": lambda: run_policy(sc, "fifo"),
+        "srpt": lambda: run_policy(sc, "srpt"),
     }
+    # the yardsticks every ratio needs run whatever was asked for
+    return {arm: run() for arm, run in runs.items() if arm in arms or arm in ("tiresias", "srpt")}
 
 
-def figures(sc: Scenario) -> dict[str, dict]:
-    runs = arm_runs(sc)
+def figures(sc: Scenario, arms: tuple[str, ...]) -> dict[str, dict]:
+    runs = arm_runs(sc, arms)
     out = {}
     for arm, res in runs.items():
         s = summarize(res, sc.scheduler.aging_interval)
@@ -107,12 +116,12 @@ def cell(values: list) -> str:
     return f"{statistics.median(v):.2f} [{max(v):.2f}]" if v else "-"
 
 
-def table(title: str, rows: list[dict[str, dict]]) -> None:
+def table(title: str, rows: list[dict[str, dict]], arms: tuple[str, ...]) -> None:
     print(f"\n{title} ({len(rows)} windows): median [worst]")
     head = f"{'arm':<13} {'JCT/tiresias':>14} {'JCT/srpt':>14} {'GPU-h lost':>12} {'longest wait h':>16}"
     print(head)
     print("-" * len(head))
-    for arm in ARMS:
+    for arm in arms:
         lost = statistics.median(r[arm]["lost"] for r in rows)
         print(
             f"{arm:<13} {cell([r[arm]['jct/tiresias'] for r in rows]):>14} "
@@ -128,8 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--load", type=float, default=0.8, help="load-sweep scenarios: offered load")
     p.add_argument("--min-jobs", type=int, default=200)
     p.add_argument("--windows", type=int, help="only the first N windows of each split")
+    p.add_argument("--arms", help=f"comma-separated, of {', '.join(ARMS)} (default: all)")
     p.add_argument("--traces")
     args = p.parse_args(argv)
+    arms = tuple(a.strip() for a in args.arms.split(",")) if args.arms else ARMS
+    if unknown := [a for a in arms if a not in ARMS]:
+        p.error(f"unknown arm(s) {', '.join(unknown)}; arms: {', '.join(ARMS)}")
     splits = ("dev", "held") if args.split == "both" else (args.split,)
     t0 = time.perf_counter()
     sets: dict[str, list] = {}  # split -> [(label, scenario factory)]
@@ -146,14 +159,14 @@ def main(argv: list[str] | None = None) -> int:
                 (w.label(ls.trace), lambda w=w: ls.at(w, args.load)) for w in ls.windows if w.held_out == held_out
             ]
         what = f"{args.days:g}-day windows at offered load {args.load:g}"
-    print(f"{args.scenario}: {what}; arms: {', '.join(ARMS)}")
+    print(f"{args.scenario}: {what}; arms: {', '.join(arms)}")
     for name in splits:
         rows = []
         chosen = sets[name][: args.windows] if args.windows else sets[name]
         for i, (label, make) in enumerate(chosen, 1):
-            rows.append(figures(make()))
+            rows.append(figures(make(), arms))
             print(f"  [{name} {i}/{len(chosen)}] {label} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
-        table({"dev": "DEVELOPMENT", "held": "HELD OUT"}[name], rows)
+        table({"dev": "DEVELOPMENT", "held": "HELD OUT"}[name], rows, arms)
     print(f"\nwhole run: {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -729,6 +729,82 @@ def test_dynamic_reservation_that_holds_its_nodes_keeps_holding_them():
     assert run(s, 9_000.0) == [big.id]
 
 
+def _long_run(s, gpus=1, at=0.0, **kw):
+    """A preemptible run that checkpoints every 30 min, started at `at`."""
+    job = s.submit(spec(gpus, preemptible=True, checkpoint_interval=1800.0, **kw), at)
+    assert run(s, at) == [job.id]
+    return job
+
+
+def test_dynamic_pauses_a_long_run_right_after_its_checkpoint_for_a_job_that_has_not_run():
+    """Least-attained service within the promises (issue 12): a job that has not run yet may
+    pause a preemptible run of its own tenant that has run one aging interval, right after that
+    run's checkpoint (nothing of it is lost); the paused run waits behind the jobs already queued."""
+    s = sched(sizes=(1,), tenants=[Tenant("a", 1)], aging_interval=3600.0)
+    long = _long_run(s, tenant="a")
+    new = s.submit(spec(1, tenant="a"), 100.0)
+    queued = s.submit(spec(1, tenant="a"), 200.0)
+    s.checkpointed(long.id, 1800.0)
+    assert run(s, 1850.0) == []  # at a checkpoint, but it has run less than an aging interval
+    s.checkpointed(long.id, 3600.0)
+    assert s.policy.next_wakeup(s, 3600.0) == 3600.0 + 150.0  # the pass that will pause it
+    decisions = s.schedule(3700.0)
+    assert preempted(decisions) == [long.id] and admitted(decisions) == [new.id]
+    assert "paused at its checkpoint" in long.reason or long.state is S.QUEUED
+    s.started(new.id, 3700.0)
+    s.finished(new.id, 3800.0, ok=True)
+    assert run(s, 3800.0) == [queued.id]  # the paused run's place counts from its pause
+
+
+def test_dynamic_does_not_pause_between_checkpoints():
+    """Paused 20 minutes after its checkpoint a run would lose 20 minutes: it is paused at the
+    next one, and the driver is asked to wake the scheduler just after it."""
+    s = sched(sizes=(1,), aging_interval=3600.0)
+    long = _long_run(s)
+    s.checkpointed(long.id, 3600.0)
+    s.submit(spec(1), 4000.0)
+    assert run(s, 4800.0) == [] and long.state is S.RUNNING
+    assert s.policy.next_wakeup(s, 4800.0) == 3600.0 + 1800.0 + 150.0
+
+
+@pytest.mark.parametrize(
+    "victim, newcomer",
+    [
+        ({"preemptible": False}, {}),  # may not be preempted
+        ({"checkpoint_interval": None}, {}),  # would lose all its work
+        ({"priority": HIGH}, {"priority": NORMAL}),  # a higher class
+        ({"tenant": "b"}, {"tenant": "a"}),  # another tenant's guaranteed share
+    ],
+)
+def test_dynamic_pauses_only_what_its_promises_allow(victim, newcomer):
+    s = sched(sizes=(1,), tenants=[Tenant("a", 1), Tenant("b", 1)], aging_interval=3600.0)
+    kw = {"preemptible": True, "checkpoint_interval": 1800.0, "tenant": "a", **victim}
+    long = s.submit(spec(1, **kw), 0.0)
+    assert run(s, 0.0) == [long.id]
+    s.checkpointed(long.id, 3600.0)
+    s.submit(spec(1, **{"tenant": "a", **newcomer}), 100.0)
+    assert run(s, 3610.0) == [] and long.state is S.RUNNING
+
+
+def test_dynamic_job_that_has_run_does_not_pause_others():
+    """Only a job that has not run yet pauses another: a paused job does not pause back."""
+    s = sched(sizes=(1,), aging_interval=3600.0)
+    long = _long_run(s)
+    other = s.submit(spec(1, preemptible=True, checkpoint_interval=1800.0), 100.0)
+    s.checkpointed(long.id, 3600.0)
+    assert run(s, 3610.0) == [other.id] and long.state is S.QUEUED
+    s.checkpointed(other.id, 3610.0 + 3600.0)
+    assert run(s, 3620.0 + 3600.0) == [] and other.state is S.RUNNING
+
+
+def test_dynamic_pausing_can_be_turned_off():
+    s = sched(sizes=(1,), aging_interval=3600.0, pause_long_runs=False)
+    long = _long_run(s)
+    s.submit(spec(1), 100.0)
+    s.checkpointed(long.id, 3600.0)
+    assert run(s, 3610.0) == [] and s.policy.next_wakeup(s, 3610.0) is None
+
+
 def test_dynamic_short_jobs_backfill_around_a_waiting_large_job():
     s = sched(sizes=(4,))
     first = [s.submit(spec(1, est_runtime=100.0), 0.0) for _ in range(2)]

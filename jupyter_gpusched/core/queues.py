@@ -170,6 +170,10 @@ class JobQueue:
         """How many tenants have jobs queued."""
         return len(self._tenants)
 
+    def has_tenant(self, tenant: str) -> bool:
+        """Has `tenant` a job queued?"""
+        return tenant in self._tenants
+
     def __iter__(self) -> Iterator[Job]:
         """Jobs in order, as queued when the walk began. Safe to push and remove jobs while
         iterating: those change a copy (no O(queue) copy per walk that stops early)."""

@@ -58,6 +58,9 @@ class SchedulerConfig:
     strict_tenants: bool = False  # reject tenants that were not configured
     max_reservations: int = 1  # queued jobs that may hold nodes draining for them (backfill)
     short_first: bool = False  # expected-short jobs get a head start of up to one aging interval
+    # dynamic: a job that has not started yet may pause a preemptible run of its own tenant (or a
+    # borrower) that has run one aging interval, right after that run's checkpoint
+    pause_long_runs: bool = True
 
 
 class Scheduler:

@@ -492,11 +492,14 @@ def scenario_from_dict(
     jobs = _assign(trace, mix, preemptible, seed)
 
     # scheduler, policies
-    sv = r.mapping(top.get("scheduler"), "scheduler", ["aging_interval_s", "max_reservations", "short_first"])
+    sv = r.mapping(
+        top.get("scheduler"), "scheduler", ["aging_interval_s", "max_reservations", "short_first", "pause_long_runs"]
+    )
     sched = SchedulerConfig(
         aging_interval=r.number(sv.get("aging_interval_s", 3600.0), "scheduler.aging_interval_s", positive=True),
         max_reservations=r.integer(sv.get("max_reservations", 1), "scheduler.max_reservations", minimum=0),
         short_first=r.boolean(sv.get("short_first", False), "scheduler.short_first"),
+        pause_long_runs=r.boolean(sv.get("pause_long_runs", True), "scheduler.pause_long_runs"),
     )
     pols = top.get("policies", list(DEFAULT_POLICIES))
     if not isinstance(pols, list) or not pols:

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..model import Job, work_at_risk
-from ..queues import TenantLine, aged_key
+from ..model import Job, attained_now, work_at_risk
+from ..queues import TenantLine, aged_key, effective_priority
 from ..quotas import Admission
 from .base import Policy
 from .registry import register
@@ -38,6 +38,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..scheduler import Scheduler
 
 INF = math.inf
+# A run is paused for a waiting job only this soon after its checkpoint: the work a pause may
+# throw away (the driver's pass may come a little after the checkpoint is written).
+PAUSE_GRACE_S = 300.0
 
 
 @register("dynamic")
@@ -50,9 +53,19 @@ class DynamicPolicy(Policy):
         # (shadow, now, its owners, {estimate: excluded nodes}): for jobs owning no reservation
         # the answer depends only on the estimate, so a pass computes it once per estimate
         self._excluded_memo: tuple = (None, None, set(), {})
+        self._moved: dict[str, float] = {}  # paused job id -> how much later than its submit its place counts from
+        self._blocked_new: dict[str, int] = {}
 
     def queue_key(self, config):
-        return aged_key(config.aging_interval, config.short_first)
+        base = aged_key(config.aging_interval, config.short_first)
+        moved = self._moved
+
+        def key(job: Job) -> tuple:
+            k = base(job)
+            shift = moved.get(job.id)
+            return k if shift is None else (k[0] + shift, *k[1:])
+
+        return key
 
     def queue_group(self):
         return dynamic_group
@@ -71,6 +84,10 @@ class DynamicPolicy(Policy):
         self._holding &= set(self._reservations)
         self._made = {jid: t for jid, t in self._made.items() if jid in self._reservations}
         self._shadow = self._shadows(s, now)  # reserved node -> (owner job id, earliest start there)
+        self._blocked_new = {}  # tenant -> smallest of its unstarted jobs left waiting
+        if len(self._moved) > 2 * len(s.queue) + 64:
+            for j in [j for j in self._moved if j not in s.queue]:
+                del self._moved[j]
         # Guaranteed shares first, then burst: a job that must borrow is only considered
         # after every job within its quota, so a pass never lends GPUs it reclaims at once.
         quota_waiting, owners_waiting = self._walk(s, now, Admission.WITHIN_QUOTA, set(), set())
@@ -113,6 +130,8 @@ class DynamicPolicy(Policy):
         tenant_blocked: dict[tuple[str, bool], float] = {}  # (tenant, interactive) -> smallest job over its limit
         line = TenantLine()  # held: tenants whose older job waits for their own quota to drain
         reclaim_failed = INF
+        pause_failed: dict[tuple[str, int], int] = {}  # (tenant, class) -> smallest job no pause made room for
+        pausing = s.config.pause_long_runs and any(self._could_pause(s, v, now) for v in s.active.values())
         # Most jobs in a long queue are only classified and skipped; the verdict for a
         # (tenant, size) is reused until a usage changes (admit / reclaim clear it).
         verdicts: dict[tuple[str, int, bool], Admission] = {}
@@ -126,7 +145,10 @@ class DynamicPolicy(Policy):
         # Only reservation owners are visited whatever their group does.
         walk = s.queue.walk(always=self._reservations)
         for job in walk:
-            if cluster.free_gpus == 0 and (borrow_phase or not s.borrowers or reclaim_failed <= 1):
+            # Nothing left to place or reclaim: only a pause could start a job (the walk goes on
+            # for that alone, and does nothing else a full cluster's walk would not have done).
+            full = cluster.free_gpus == 0 and (borrow_phase or not s.borrowers or reclaim_failed <= 1)
+            if full and not pausing:
                 break
             spec = job.spec
             g, tenant, interactive = spec.gpus, spec.tenant, spec.interactive
@@ -192,6 +214,20 @@ class DynamicPolicy(Policy):
                     alloc = s.place(job, exclude)
                 else:
                     reclaim_failed = g
+            if alloc is None and pausing and self._may_pause_for(job, pause_failed):
+                if exclude is None:
+                    exclude = self._excluded(job, now)
+                if self._pause(s, job, now, exclude):
+                    walk.changed()
+                    verdicts.clear()
+                    usable_free.clear()
+                    capacity_failed.clear()
+                    reclaim_failed = INF
+                    alloc = s.place(job, exclude)
+                    # the paused run was its own tenant's: it may now be within quota
+                    admission = classify(tenant, g, interactive)
+                else:
+                    pause_failed[(tenant, int(effective_priority(job)))] = g
             if alloc is not None:
                 s.admit(job, alloc, borrowed=admission is Admission.BORROW, now=now)
                 walk.changed()
@@ -206,6 +242,10 @@ class DynamicPolicy(Policy):
             # waiting owner), except a new reservation: the next jobs of this group would find
             # just the same, so the group waits for a change that could let them do more.
             walk.set_aside()
+            if job.first_started_at is None and g < self._blocked_new.get(tenant, INF):
+                self._blocked_new[tenant] = g
+            if full:
+                continue
             kept_off = kept_off or bool(exclude)
             if not borrow_phase:
                 owners_waiting.add(tenant)
@@ -301,6 +341,107 @@ class DynamicPolicy(Policy):
                 return tuple(chosen)
         return ()
 
+    # --- pausing long runs for jobs that have not started ------------------------------
+    def _may_pause_for(self, job: Job, pause_failed: dict[tuple[str, int], int]) -> bool:
+        """Only a batch job that has never run may pause another, and only if no older job of
+        its tenant, as small or smaller, was left waiting earlier in this pass (it would pass
+        that job: the aging order), nor one of its class and size found nothing to pause."""
+        spec = job.spec
+        if job.first_started_at is not None or spec.interactive:
+            return False
+        g = spec.gpus
+        return g < min(
+            self._blocked_new.get(spec.tenant, INF),
+            pause_failed.get((spec.tenant, int(effective_priority(job))), INF),
+        )
+
+    def _could_pause(self, s: Scheduler, v: Job, now: float) -> bool:
+        """Could running `v` be paused for some job now (`_pausable` less who asks)?"""
+        spec = v.spec
+        return (
+            v.started_at is not None
+            and spec.preemptible
+            and not spec.interactive
+            and spec.checkpoint_interval is not None
+            and now - v.started_at >= s.config.aging_interval
+            and v.last_checkpoint_at is not None
+            and now - v.last_checkpoint_at <= PAUSE_GRACE_S
+        )
+
+    def _pausable(self, s: Scheduler, v: Job, job: Job, now: float) -> bool:
+        """May running `v` be paused for `job` now? Least-attained service first, as Tiresias, but
+        within the promises: `v` is preemptible, of `job`'s tenant or borrowing, not of a higher
+        class, has run one aging interval since it (re)started (so a paused job, resumed, always
+        makes that much progress), and has just written a checkpoint, so the pause throws away
+        at most PAUSE_GRACE_S of its work."""
+        return (
+            (v.tenant == job.tenant or v.borrowed)
+            and int(effective_priority(v)) <= int(effective_priority(job))
+            and self._could_pause(s, v, now)
+        )
+
+    def _pause(self, s: Scheduler, job: Job, now: float, exclude: frozenset[str]) -> bool:
+        """Pause pausable runs (`_pausable`) on the one node where that frees room for `job`
+        with the fewest GPUs paused, the longest-served first."""
+        g = job.gpus
+        pools = {p for group in s.pool_choices(job.spec) for p in group}
+        by_node: dict[str, list[Job]] = {}
+        for v in s.active.values():
+            if len(v.allocation) != 1 or not self._pausable(s, v, job, now):
+                continue  # a multi-node run frees room on several nodes; leave it
+            node = v.allocation[0][0]
+            if node not in exclude and s.cluster.pool_of(node) in pools and s.cluster.capacity(node) >= g:
+                by_node.setdefault(node, []).append(v)
+        best = None
+        for node, victims in by_node.items():
+            free = s.cluster.free_on(node)
+            victims.sort(key=lambda v: (-attained_now(v, now), v.seq))
+            chosen = []
+            for v in victims:
+                if free >= g:
+                    break
+                chosen.append(v)
+                free += v.gpus
+            if free >= g:
+                cost = (sum(v.gpus for v in chosen), -sum(attained_now(v, now) for v in chosen), node)
+                if best is None or cost < best[0]:
+                    best = (cost, chosen)
+        if best is None:
+            return False
+        for v in best[1]:
+            self._moved[v.id] = now - v.submitted_at
+            s.preempt(v.id, now, f"paused at its checkpoint for {job.id}, which has not run yet")
+        return True
+
+    def next_wakeup(self, s: Scheduler, now: float) -> float | None:
+        """The next checkpoint, a little after it is due (writing one takes time), of a run
+        that could then be paused for a queued job: a borrower, or a run of a tenant with
+        jobs in the queue."""
+        if not s.config.pause_long_runs or not s.queue:
+            return None
+        aging = s.config.aging_interval
+        queued = s.queue.has_tenant
+        best = INF
+        for v in s.active.values():
+            spec = v.spec
+            interval = spec.checkpoint_interval
+            if v.started_at is None or interval is None or not spec.preemptible or spec.interactive:
+                continue
+            if not (v.borrowed or queued(v.tenant)):
+                continue
+            earliest = v.started_at + aging
+            last = v.last_checkpoint_at
+            if last is not None and last >= earliest and now < last + PAUSE_GRACE_S / 2:
+                due = last  # pausable now: a pass soon (the driver may not run one at a checkpoint)
+            else:
+                due = (last if last is not None and last > v.started_at else v.started_at) + interval
+                if due < earliest:
+                    due += math.ceil((earliest - due) / interval) * interval
+            wake = due + PAUSE_GRACE_S / 2
+            if now < wake < best:
+                best = wake
+        return best if best < INF else None
+
     # --- reclaiming borrowed GPUs -----------------------------------------------------------
     def _reclaim(self, s: Scheduler, job: Job, now: float, exclude: frozenset[str]) -> bool:
         """Preempt borrowers of other tenants on the one node where that frees room for
@@ -339,10 +480,11 @@ class DynamicPolicy(Policy):
 
 def dynamic_group(job: Job) -> tuple:
     """Everything `_walk_once` reads of a job that is not its own reservation: jobs of one
-    group, visited with nothing changed in between, fare alike."""
+    group, visited with nothing changed in between, fare alike (whether it has run and its
+    class: what may pause a run, `_may_pause_for`)."""
     spec = job.spec
     return (spec.tenant, spec.gpus, spec.interactive, spec.preemptible, spec.gpu_type, spec.cpus, spec.memory,
-            spec.runtime_estimate)  # fmt: skip
+            spec.runtime_estimate, job.first_started_at is None, effective_priority(job))  # fmt: skip
 
 
 def _expected_end(s: Scheduler, job: Job, now: float) -> float:

@@ -142,10 +142,12 @@ class SpotHybridPolicy(DynamicPolicy):
         self._scale(s, now, spot_pools, moved_need)
 
     def next_wakeup(self, s: Scheduler, now: float) -> float | None:
-        """When an idle spot node's grace runs out (the driver wakes the scheduler then)."""
-        if not self._idle_since:
-            return None
-        return min(self._idle_since.values()) + self.idle_grace_s
+        """When an idle spot node's grace runs out (the driver wakes the scheduler then), or
+        `dynamic`'s own wakeup (a run to pause at its checkpoint) if sooner."""
+        times = [t for t in (super().next_wakeup(s, now),) if t is not None]
+        if self._idle_since:
+            times.append(min(self._idle_since.values()) + self.idle_grace_s)
+        return min(times, default=None)
 
     def _spot_free(self, s: Scheduler) -> tuple[int, int]:
         """Free spot GPUs a moved job could take: none on a node reserved for another job."""
