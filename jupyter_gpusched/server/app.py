@@ -224,6 +224,12 @@ class GPUSched(ExtensionApp):
         "what is left of that interval as a head start in the queue, within the no-starvation bound "
         "(docs/scheduling.md).",
     )
+    pause_long_runs = Bool(
+        True,
+        config=True,
+        help="Let a job that has not run yet pause a preemptible, checkpointing run of its own tenant (or a "
+        "borrower) that has run aging_interval, right after that run's checkpoint (docs/scheduling.md, rule 8).",
+    )
     tick_interval = Float(0.5, config=True, help="Seconds between scheduling passes.")
     heartbeat_timeout = Float(
         60.0, config=True, help="A running job whose runner is silent this long is lost and retried."
@@ -465,6 +471,7 @@ class GPUSched(ExtensionApp):
             pools=self._pools(backend),
             aging_interval=self.aging_interval,
             short_first=self.short_first,
+            pause_long_runs=self.pause_long_runs,
             tick_interval=self.tick_interval,
             health=HealthConfig(heartbeat_timeout=self.heartbeat_timeout),
             prometheus=PrometheusSource(self.prometheus_url, self.prometheus_query, self.prometheus_tenant_query),

@@ -91,6 +91,7 @@ class ServiceConfig:
     pools: tuple[Pool, ...] = ()
     aging_interval: float = 3600.0
     short_first: bool = False  # expected-short jobs get a head start (core/queues.py)
+    pause_long_runs: bool = True  # dynamic's rule 8 (docs/scheduling.md)
     tick_interval: float = 0.5
     memory_check_interval: float = 30.0  # seconds between GPU-memory leak checks
     health: HealthConfig = field(default_factory=HealthConfig)
@@ -145,7 +146,12 @@ class Service(ServiceViews, Pipelines):
             Cluster(nodes, config.pools),
             tenants,
             ExternalAdmission() if external else config.policy,
-            SchedulerConfig(aging_interval=config.aging_interval, strict_tenants=True, short_first=config.short_first),
+            SchedulerConfig(
+                aging_interval=config.aging_interval,
+                strict_tenants=True,
+                short_first=config.short_first,
+                pause_long_runs=config.pause_long_runs,
+            ),
         )
         self.info: dict[str, JobInfo] = {}  # job id -> what the service knows beyond the core's record
         self.kernel_watches: dict[str, KernelIdleWatch] = {}  # GPU kernels' idle watches (service/interactive.py)

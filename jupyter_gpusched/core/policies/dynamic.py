@@ -222,7 +222,6 @@ class DynamicPolicy(Policy):
                     verdicts.clear()
                     usable_free.clear()
                     capacity_failed.clear()
-                    reclaim_failed = INF
                     alloc = s.place(job, exclude)
                     # the paused run was its own tenant's: it may now be within quota
                     admission = classify(tenant, g, interactive)
