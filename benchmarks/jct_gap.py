@@ -6,7 +6,8 @@ the promises `dynamic` keeps and tiresias does not taken away, one at a time and
 - **tenants**: each tenant's quota is guaranteed, borrowing is reclaimed for its owners;
 - **reservation**: the first blocked job holds the nodes that free up soonest, so a large job is
   not passed forever by small ones (with no runtime estimates nothing may backfill onto them).
-The arms: `dynamic` as configured; `-classes` (every job in one priority class, its preemptible
+The arms: `dynamic` as configured; `-pause` (`pause_long_runs: false`: no pausing of long runs at
+their checkpoints, `dynamic` before rule 8 of docs/scheduling.md); `-classes` (every job in one priority class, its preemptible
 flag kept); `-tenants` (every job in one tenant whose quota is the whole cluster); `-reservation`
 (`max_reservations: 0`); `-all` (the three together: what is left is `dynamic`'s own order and
 placement). Then `tiresias*` (tiresias preempting only preemptible jobs, as `dynamic` must),
