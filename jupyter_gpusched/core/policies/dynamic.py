@@ -19,6 +19,10 @@ their tenant's quota, then for jobs that would borrow.
 5. a job larger than its tenant's whole quota can only borrow: it gets no reservation and
    does not start while another tenant's within-quota job waits (it would be reclaimed at
    once); it runs in the windows the quota holders leave free (docs/scheduling.md).
+6. a batch job that has never run and does not fit may pause, right after their checkpoint,
+   preemptible runs of its own tenant (or borrowers), not of a higher class, that have run one
+   aging interval since they (re)started; a paused run's place in line counts from its pause
+   (least-attained service within quotas and classes; docs/scheduling.md rule 8).
 """
 
 from __future__ import annotations
@@ -85,9 +89,9 @@ class DynamicPolicy(Policy):
         self._made = {jid: t for jid, t in self._made.items() if jid in self._reservations}
         self._shadow = self._shadows(s, now)  # reserved node -> (owner job id, earliest start there)
         self._blocked_new = {}  # tenant -> smallest of its unstarted jobs left waiting
-        if len(self._moved) > 2 * len(s.queue) + 64:
-            for j in [j for j in self._moved if j not in s.queue]:
-                del self._moved[j]
+        if len(self._moved) > 2 * (len(s.queue) + len(s.active)) + 64:
+            for j in [j for j in self._moved if j not in s.queue and j not in s.active]:
+                del self._moved[j]  # ended: a run resumed keeps its place for a later requeue
         # Guaranteed shares first, then burst: a job that must borrow is only considered
         # after every job within its quota, so a pass never lends GPUs it reclaims at once.
         quota_waiting, owners_waiting = self._walk(s, now, Admission.WITHIN_QUOTA, set(), set())
