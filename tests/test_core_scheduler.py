@@ -805,6 +805,23 @@ def test_dynamic_pausing_can_be_turned_off():
     assert run(s, 3610.0) == [] and s.policy.next_wakeup(s, 3610.0) is None
 
 
+def test_dynamic_pause_that_frees_more_than_it_needs_keeps_the_aging_order():
+    """A pause may free more GPUs than its job takes; the rest go to the jobs earlier in the
+    aged order first, not to the next one visited (replay_scaling.py --quality 3000 found a
+    low-priority job overtaken this way)."""
+    s = sched(sizes=(4,), tenants=[Tenant("a", 2), Tenant("b", 2)], aging_interval=3600.0)
+    held = s.submit(spec(2, tenant="a"), 0.0)  # a's quota, not preemptible
+    long = s.submit(spec(2, tenant="b", preemptible=True, checkpoint_interval=1800.0), 0.0)
+    assert run(s, 0.0) == [held.id, long.id]
+    low = s.submit(spec(1, tenant="a", priority=LOW), 100.0)  # nothing it may pause
+    new = s.submit(spec(1, tenant="b"), 7300.0)  # may pause its tenant's long run
+    late = s.submit(spec(1, tenant="a"), 7400.0)  # more than the aging bound after `low`
+    s.checkpointed(long.id, 7300.0)
+    decisions = s.schedule(7450.0)
+    assert preempted(decisions) == [long.id]
+    assert admitted(decisions) == [new.id, low.id] and late.state is S.QUEUED
+
+
 def test_dynamic_short_jobs_backfill_around_a_waiting_large_job():
     s = sched(sizes=(4,))
     first = [s.submit(spec(1, est_runtime=100.0), 0.0) for _ in range(2)]

@@ -27,6 +27,7 @@ their tenant's quota, then for jobs that would borrow.
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable
 from functools import partial
@@ -45,6 +46,13 @@ INF = math.inf
 # A run is paused for a waiting job only this soon after its checkpoint: the work a pause may
 # throw away (the driver's pass may come a little after the checkpoint is written).
 PAUSE_GRACE_S = 300.0
+
+
+class _Again(enum.Enum):
+    """Why a walk starts again (`_walk_once`)."""
+
+    RESERVATION = "a reservation let go of nodes that earlier jobs were kept off"
+    PAUSE = "a pause freed more than its job took: jobs before it may take the rest"
 
 
 @register("dynamic")
@@ -108,14 +116,16 @@ class DynamicPolicy(Policy):
         A reservation released during the walk (its owner started, or went over its limit)
         frees nodes that jobs earlier in the walk were kept off: the walk then starts again,
         so those take the nodes in their turn rather than the jobs after them (issue 12's
-        aging order; a few times at most)."""
-        tries = s.config.max_reservations + 2
+        aging order; a few times at most). So does a pause that frees more GPUs than its job
+        takes: the rest go to the jobs before it first."""
+        tries = s.config.max_reservations + 1
         while True:
-            tries -= 1
             waiting = set(owners_waiting)
             out = self._walk_once(s, now, phase, quota_waiting, waiting, may_restart=tries > 0)
-            if out is not None:
-                owners_waiting |= out[1]
+            if out is _Again.RESERVATION:
+                tries -= 1
+            elif out is not _Again.PAUSE:  # a pause restart needs no bound: it started a job, and
+                owners_waiting |= out[1]  # no run started in this pass may be paused, so they end
                 return out[0], owners_waiting
 
     def _walk_once(
@@ -126,8 +136,8 @@ class DynamicPolicy(Policy):
         quota_waiting: set[str],
         owners_waiting: set[str],
         may_restart: bool,
-    ) -> tuple[set[str], set[str]] | None:
-        """`_walk`'s one try: None when it must start again."""
+    ) -> tuple[set[str], set[str]] | _Again:
+        """`_walk`'s one try, or why it must start again."""
         cluster = s.cluster
         kept_off = False  # a job was refused placement while nodes were held for another
         capacity_failed: dict[tuple, int] = {}  # (pools, excluded) -> smallest job that did not fit
@@ -135,7 +145,8 @@ class DynamicPolicy(Policy):
         line = TenantLine()  # held: tenants whose older job waits for their own quota to drain
         reclaim_failed = INF
         pause_failed: dict[tuple[str, int], int] = {}  # (tenant, class) -> smallest job no pause made room for
-        pausing = s.config.pause_long_runs and any(self._could_pause(s, v, now) for v in s.active.values())
+        # runs that could be paused this pass (none start within it: a run pauses after an aging interval)
+        pausable = [v for v in s.active.values() if self._could_pause(s, v, now)] if s.config.pause_long_runs else []
         # Most jobs in a long queue are only classified and skipped; the verdict for a
         # (tenant, size) is reused until a usage changes (admit / reclaim clear it).
         verdicts: dict[tuple[str, int, bool], Admission] = {}
@@ -152,7 +163,7 @@ class DynamicPolicy(Policy):
             # Nothing left to place or reclaim: only a pause could start a job (the walk goes on
             # for that alone, and does nothing else a full cluster's walk would not have done).
             full = cluster.free_gpus == 0 and (borrow_phase or not s.borrowers or reclaim_failed <= 1)
-            if full and not pausing:
+            if full and not pausable:
                 break
             spec = job.spec
             g, tenant, interactive = spec.gpus, spec.tenant, spec.interactive
@@ -172,7 +183,7 @@ class DynamicPolicy(Policy):
                     self._shadow = self._shadows(s, now)
                     walk.changed()
                     if kept_off and may_restart:
-                        return None
+                        return _Again.RESERVATION
                 continue
             if admission is not phase and not (
                 # held back in the quota walk behind its tenant's quota waiter: it takes its
@@ -218,10 +229,12 @@ class DynamicPolicy(Policy):
                     alloc = s.place(job, exclude)
                 else:
                     reclaim_failed = g
-            if alloc is None and pausing and self._may_pause_for(job, pause_failed):
+            paused = False
+            if alloc is None and pausable and self._may_pause_for(job, pause_failed):
                 if exclude is None:
                     exclude = self._excluded(job, now)
-                if self._pause(s, job, now, exclude):
+                paused = self._pause(s, job, now, exclude, pausable)
+                if paused:
                     walk.changed()
                     verdicts.clear()
                     usable_free.clear()
@@ -239,7 +252,11 @@ class DynamicPolicy(Policy):
                 if self._reservations.pop(job.id, None):
                     self._shadow = self._shadows(s, now)
                     if kept_off and may_restart:
-                        return None
+                        return _Again.RESERVATION
+                if paused and cluster.free_gpus:
+                    # the rest of what it freed goes to the jobs before it first (aging order), the
+                    # ones a grouped walk did not visit this pass too
+                    return _Again.PAUSE
                 continue
             # What is left only makes later visits do less (a failed placement or reclaim, a
             # waiting owner), except a new reservation: the next jobs of this group would find
@@ -383,14 +400,14 @@ class DynamicPolicy(Policy):
             and self._could_pause(s, v, now)
         )
 
-    def _pause(self, s: Scheduler, job: Job, now: float, exclude: frozenset[str]) -> bool:
-        """Pause pausable runs (`_pausable`) on the one node where that frees room for `job`
-        with the fewest GPUs paused, the longest-served first."""
+    def _pause(self, s: Scheduler, job: Job, now: float, exclude: frozenset[str], candidates: list[Job]) -> bool:
+        """Pause pausable runs (`_pausable`, among this pass's `candidates`) on the one node where
+        that frees room for `job` with the fewest GPUs paused, the longest-served first."""
         g = job.gpus
         pools = {p for group in s.pool_choices(job.spec) for p in group}
         by_node: dict[str, list[Job]] = {}
-        for v in s.active.values():
-            if len(v.allocation) != 1 or not self._pausable(s, v, job, now):
+        for v in candidates:
+            if v.id not in s.active or len(v.allocation) != 1 or not self._pausable(s, v, job, now):
                 continue  # a multi-node run frees room on several nodes; leave it
             node = v.allocation[0][0]
             if node not in exclude and s.cluster.pool_of(node) in pools and s.cluster.capacity(node) >= g:
