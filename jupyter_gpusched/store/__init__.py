@@ -80,6 +80,7 @@ class JobRow(Base):
     preemptions: Mapped[int] = mapped_column(Integer, default=0)
     attained_gpu_s: Mapped[float] = mapped_column(Float, default=0.0)
     last_checkpoint_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    line_shift_s: Mapped[float | None] = mapped_column(Float, nullable=True)  # (added later: null in older stores)
     # Driver-side facts the core does not model (job folder, runner heartbeat, progress).
     info: Mapped[dict] = mapped_column(JSON, default=dict)
 
@@ -189,6 +190,7 @@ def _job_values(job: Job, info: Mapping[str, Any] | None) -> dict[str, Any]:
         preemptions=job.preemptions,
         attained_gpu_s=job.attained_gpu_s,
         last_checkpoint_at=job.last_checkpoint_at,
+        line_shift_s=job.line_shift_s,
     )
     if info is not None:
         values["info"] = dict(info)
@@ -233,6 +235,7 @@ def _job_from_row(row: JobRow) -> Job:
         preemptions=row.preemptions,
         attained_gpu_s=row.attained_gpu_s,
         last_checkpoint_at=row.last_checkpoint_at,
+        line_shift_s=row.line_shift_s or 0.0,
         reason=row.reason or "",
     )
 

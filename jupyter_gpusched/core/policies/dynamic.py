@@ -65,17 +65,14 @@ class DynamicPolicy(Policy):
         # (shadow, now, its owners, {estimate: excluded nodes}): for jobs owning no reservation
         # the answer depends only on the estimate, so a pass computes it once per estimate
         self._excluded_memo: tuple = (None, None, set(), {})
-        self._moved: dict[str, float] = {}  # paused job id -> how much later than its submit its place counts from
         self._blocked_new: dict[str, int] = {}
 
     def queue_key(self, config):
         base = aged_key(config.aging_interval, config.short_first)
-        moved = self._moved
 
         def key(job: Job) -> tuple:
             k = base(job)
-            shift = moved.get(job.id)
-            return k if shift is None else (k[0] + shift, *k[1:])
+            return (k[0] + job.line_shift_s, *k[1:]) if job.line_shift_s else k
 
         return key
 
@@ -97,9 +94,6 @@ class DynamicPolicy(Policy):
         self._made = {jid: t for jid, t in self._made.items() if jid in self._reservations}
         self._shadow = self._shadows(s, now)  # reserved node -> (owner job id, earliest start there)
         self._blocked_new = {}  # tenant -> smallest of its unstarted jobs left waiting
-        if len(self._moved) > 2 * (len(s.queue) + len(s.active)) + 64:
-            for j in [j for j in self._moved if j not in s.queue and j not in s.active]:
-                del self._moved[j]  # ended: a run resumed keeps its place for a later requeue
         # Guaranteed shares first, then burst: a job that must borrow is only considered
         # after every job within its quota, so a pass never lends GPUs it reclaims at once.
         quota_waiting, owners_waiting = self._walk(s, now, Admission.WITHIN_QUOTA, set(), set())
@@ -429,7 +423,7 @@ class DynamicPolicy(Policy):
         if best is None:
             return False
         for v in best[1]:
-            self._moved[v.id] = now - v.submitted_at
+            v.line_shift_s = now - v.submitted_at  # its place in line counts from the pause
             s.preempt(v.id, now, f"paused at its checkpoint for {job.id}, which has not run yet")
         return True
 
