@@ -346,22 +346,29 @@ def plot(table: dict[float, dict[str, dict[str, list]]], policies: Sequence[str]
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     loads = sorted(table)
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
     for pol in policies:
-        jct = [
-            statistics.median(v) if (v := [x for x in table[L][pol].get("jct/srpt", []) if x]) else math.nan
-            for L in loads
-        ]
-        lost = [statistics.median(table[L][pol].get("gpu_hours_lost", [math.nan])) for L in loads]
-        a.plot(loads, jct, marker="o", label=pol)
-        b.plot(loads, lost, marker="o", label=pol)
+        # the median over windows (solid) hides the window a policy does badly in: the worst too (dashed)
+        jcts = [[x for x in table[L][pol].get("jct/srpt", []) if x] for L in loads]
+        losts = [table[L][pol].get("gpu_hours_lost", []) for L in loads]
+        (line,) = a.plot(loads, [statistics.median(v) if v else math.nan for v in jcts], marker="o", label=pol)
+        a.plot(loads, [max(v) if v else math.nan for v in jcts], ls="--", color=line.get_color(), alpha=0.7)
+        b.plot(loads, [statistics.median(v) if v else math.nan for v in losts], marker="o", label=pol)
+        b.plot(loads, [max(v) if v else math.nan for v in losts], ls="--", color=line.get_color(), alpha=0.7)
     a.set_xlabel("offered load")
-    a.set_ylabel("avg JCT / srpt oracle (median)")
-    a.set_yscale("log")
+    a.set_ylabel("avg JCT / srpt oracle (solid: median, dashed: worst)")
+    a.axhline(1.0, color="grey", lw=0.5)
+    low, high = a.get_ylim()
+    if high > 5 * max(low, 1.0):  # one far-off policy would flatten the others: a log axis, read as plain ratios
+        a.set_yscale("log")
+        a.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        a.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: f"{y:g}x"))
+        a.yaxis.set_minor_formatter(NullFormatter())
     b.set_xlabel("offered load")
-    b.set_ylabel("GPU-hours lost (median)")
+    b.set_ylabel("GPU-hours lost (solid: median, dashed: worst)")
     a.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
