@@ -7,20 +7,13 @@ import pytest
 
 from jupyter_gpusched.core.estimates import RuntimeHistory
 from jupyter_gpusched.core.model import JobSpec
-from jupyter_gpusched.store import Store, default_url
+from jupyter_gpusched.store import Store
 
 pytestmark = pytest.mark.timeout(180)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request, tmp_path):
-    if request.param == "sqlite":
-        return default_url(tmp_path)
-    return request.getfixturevalue("pg").create_database()
-
-
-def test_a_restart_restores_the_history_in_update_order(url):
-    store = Store(url)
+def test_a_restart_restores_the_history_in_update_order(store_url):
+    store = Store(store_url)
     h = RuntimeHistory()
     nb = JobSpec(notebook="dir/ünïcode notebook.ipynb", owner="u" * 200, tenant="vision", gpus=2)
     for t, seconds in enumerate((60.0, 90.5, 120.25)):
@@ -30,7 +23,7 @@ def test_a_restart_restores_the_history_in_update_order(url):
         store.runtimes.save(((k, h.runs(k)) for k in h.observe(other, seconds)), now=1_700_000_010.0)
     store.close()
 
-    again = Store(url)
+    again = Store(store_url)
     restored = RuntimeHistory()
     restored.load(again.runtimes.load(restored.max_keys))
     assert restored.estimate(nb) == h.estimate(nb)

@@ -7,16 +7,9 @@ from __future__ import annotations
 import pytest
 
 from jupyter_gpusched.core import Admit, Cluster, JobSpec, JobState, NodeSpec, Scheduler, SchedulerConfig, Tenant
-from jupyter_gpusched.store import Store, default_url
+from jupyter_gpusched.store import Store
 
 pytestmark = pytest.mark.timeout(180)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request, tmp_path):
-    if request.param == "sqlite":
-        return default_url(tmp_path)
-    return request.getfixturevalue("pg").create_database()
 
 
 def _scheduler() -> Scheduler:
@@ -30,7 +23,7 @@ def _pass(s: Scheduler, now: float) -> list[str]:
     return admitted
 
 
-def test_a_paused_run_keeps_its_place_in_line_across_a_restart(url):
+def test_a_paused_run_keeps_its_place_in_line_across_a_restart(store_url):
     s = _scheduler()
     long = s.submit(JobSpec("long.ipynb", tenant="a", preemptible=True, checkpoint_interval=1800.0), 0.0)
     assert _pass(s, 0.0) == [long.id]
@@ -38,11 +31,11 @@ def test_a_paused_run_keeps_its_place_in_line_across_a_restart(url):
     queued = s.submit(JobSpec("queued.ipynb", tenant="a"), 200.0)
     s.checkpointed(long.id, 3600.0)
     assert _pass(s, 3700.0) == [new.id] and long.state is JobState.QUEUED
-    store = Store(url)
+    store = Store(store_url)
     store.record(s.jobs.values())
     store.close()
 
-    again, store = _scheduler(), Store(url)
+    again, store = _scheduler(), Store(store_url)
     for job, _info in store.load_jobs():
         again.restore(job)
     store.close()
