@@ -171,7 +171,7 @@ class Job:
     reason: str = ""  # why it is in its current state
     budget_demoted: bool = False  # its tenant is over a soft budget: ordered as the lowest class
     # Its place in line counts from this long after its submission (`dynamic` sets it when it
-    # pauses the job's run for one that has not run: from the pause). Stored, so a restart keeps it.
+    # pauses the job's run for one that has not run: from the pause; `aged_key` reads it). Stored.
     line_shift_s: float = 0.0
 
     @property

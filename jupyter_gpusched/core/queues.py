@@ -29,7 +29,8 @@ def effective_priority(job: Job) -> Priority:
 
 
 def aged_key(aging_interval: float, short_first: bool = False) -> QueueKey:
-    """Order by virtual submit time (priority head start), then submission order.
+    """Order by virtual submit time (priority head start; a paused run's `line_shift_s` counts
+    its place from its pause), then submission order.
 
     With `short_first`, a job expected to run for less than one aging interval also gets the
     rest of that interval as a head start (`short_head_start`), within its class: among jobs
@@ -38,11 +39,11 @@ def aged_key(aging_interval: float, short_first: bool = False) -> QueueKey:
     top = int(Priority.HIGH) * aging_interval
 
     def key(job: Job) -> tuple:
-        return (job.submitted_at - int(effective_priority(job)) * aging_interval, job.seq)
+        return (job.submitted_at + job.line_shift_s - int(effective_priority(job)) * aging_interval, job.seq)
 
     def short_key(job: Job) -> tuple:
         head = int(effective_priority(job)) * aging_interval + short_head_start(job, aging_interval)
-        return (job.submitted_at - min(top, head), job.seq)
+        return (job.submitted_at + job.line_shift_s - min(top, head), job.seq)
 
     return short_key if short_first else key
 

@@ -68,13 +68,7 @@ class DynamicPolicy(Policy):
         self._blocked_new: dict[str, int] = {}
 
     def queue_key(self, config):
-        base = aged_key(config.aging_interval, config.short_first)
-
-        def key(job: Job) -> tuple:
-            k = base(job)
-            return (k[0] + job.line_shift_s, *k[1:]) if job.line_shift_s else k
-
-        return key
+        return aged_key(config.aging_interval, config.short_first)
 
     def queue_group(self):
         return dynamic_group
