@@ -109,6 +109,11 @@ def screenshot_at_end(request, page):
     error or uncaught page error may have happened during the test (page load included, for the first)."""
     yield
     page.screenshot(path=str(ARTIFACTS / f"{request.node.name}-end.png"))
+    for _ in range(3):  # a dialog a failed test left open would block every later test's clicks
+        if not page.get_by_role("dialog").count():
+            break
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(200)
     page.wait_for_timeout(300)  # a last refresh's errors arrive
     unexpected = BROWSER_ERRORS.take_unexpected()
     assert not unexpected, "errors in the browser console:\n" + "\n".join(unexpected)

@@ -16,7 +16,10 @@ import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 
 import { GPUSchedAPI } from './api';
 import { gpuIcon } from './components/icons';
-import { PipelineDialogBody } from './components/PipelineDialog';
+import {
+  PipelineDialogBody,
+  pipelineFocusSelector
+} from './components/PipelineDialog';
 import { PipelineView } from './components/PipelineView';
 import { SubmitFormModel } from './form';
 import { shortId } from './format';
@@ -100,12 +103,7 @@ export async function runPipelineDialog(
         Dialog.cancelButton(),
         Dialog.okButton({ label: 'Run pipeline', ariaLabel: 'Run pipeline' })
       ],
-      // after a refusal, the control it names (else the first notebook)
-      focusNodeSelector: Object.keys(errors).some(
-        k => k !== 'form' && k !== 'steps'
-      )
-        ? '[aria-invalid="true"]'
-        : 'input'
+      focusNodeSelector: pipelineFocusSelector(errors)
     });
     if (!result.button.accept || !result.value) {
       return null;

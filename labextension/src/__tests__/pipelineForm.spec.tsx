@@ -136,4 +136,16 @@ describe('PipelineDialogBody', () => {
     ).not.toBeNull();
     expect(body.getValue()).toEqual(values());
   });
+
+  it('puts the keyboard focus on the first notebook, or on the row a refusal names', async () => {
+    body = new PipelineDialogBody(values(), {});
+    Widget.attach(body, document.body);
+    await body.renderPromise;
+    expect(document.activeElement?.id).toBe('gpusched-pipeline-step-0');
+    body.dispose();
+    body = new PipelineDialogBody(values(), { 'step.2': 'step 2: no file' });
+    Widget.attach(body, document.body);
+    await body.renderPromise;
+    expect(document.activeElement?.id).toBe('gpusched-pipeline-step-2');
+  });
 });

@@ -19,6 +19,17 @@ function FieldMessage(props: {
   ) : null;
 }
 
+/**
+ * Where typing goes when the dialog opens: the control a refusal names, else the first notebook.
+ * The form focuses it itself once rendered (the dialog's own focusing may run before the body has
+ * rendered, and then lands on a button); the dialog is given the same selector.
+ */
+export function pipelineFocusSelector(errors: PipelineErrors): string {
+  return Object.keys(errors).some(k => k !== 'form' && k !== 'steps')
+    ? '[aria-invalid="true"]'
+    : 'input';
+}
+
 /** The dialog's form: notebooks in order (add / remove rows), the shared job fields, chain or not. */
 export function PipelineForm(props: {
   initial: IPipelineValues;
@@ -27,6 +38,13 @@ export function PipelineForm(props: {
 }): JSX.Element {
   const { errors, onChange } = props;
   const [values, setValues] = React.useState(props.initial);
+  const root = React.useRef<HTMLDivElement>(null);
+  // as the rows appear (a layout effect), so no keystroke lands elsewhere first
+  React.useLayoutEffect(() => {
+    root.current
+      ?.querySelector<HTMLElement>(pipelineFocusSelector(errors))
+      ?.focus();
+  }, []); // once, when the dialog opens
   const update = (patch: Partial<IPipelineValues>): void => {
     const next = { ...values, ...patch };
     setValues(next);
@@ -42,7 +60,7 @@ export function PipelineForm(props: {
     update({ notebooks: notebooks.length ? notebooks : [''] });
   };
   return (
-    <div className="jp-GPUSched-form jp-GPUSched-pipelineForm">
+    <div className="jp-GPUSched-form jp-GPUSched-pipelineForm" ref={root}>
       <FieldMessage id="gpusched-pipeline-error" text={errors.form} />
       <fieldset
         className="jp-GPUSched-params"
