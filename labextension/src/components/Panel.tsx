@@ -57,9 +57,10 @@ export class GPUSchedPanel extends ReactWidget {
               type="button"
               className="jp-Button jp-mod-minimal jp-mod-styled jp-GPUSched-openJobsView"
               title="Open the Jobs view: all jobs in a table"
+              aria-label="Open Jobs view"
               onClick={this._options.onOpenJobsView}
             >
-              Open Jobs view
+              Jobs view
             </button>
           )}
           <button
