@@ -66,6 +66,7 @@ class DynamicPolicy(Policy):
         # the answer depends only on the estimate, so a pass computes it once per estimate
         self._excluded_memo: tuple = (None, None, set(), {})
         self._blocked_new: dict[str, int] = {}
+        self._pass_pausable: list[Job] = []
 
     def queue_key(self, config):
         return aged_key(config.aging_interval, config.short_first)
@@ -88,6 +89,11 @@ class DynamicPolicy(Policy):
         self._made = {jid: t for jid, t in self._made.items() if jid in self._reservations}
         self._shadow = self._shadows(s, now)  # reserved node -> (owner job id, earliest start there)
         self._blocked_new = {}  # tenant -> smallest of its unstarted jobs left waiting
+        # runs that could be paused in this pass: no run started within it can be (it pauses
+        # only after an aging interval), so each walk re-checks just these
+        self._pass_pausable = (
+            [v for v in s.active.values() if self._could_pause(s, v, now)] if s.config.pause_long_runs else []
+        )
         # Guaranteed shares first, then burst: a job that must borrow is only considered
         # after every job within its quota, so a pass never lends GPUs it reclaims at once.
         quota_waiting, owners_waiting = self._walk(s, now, Admission.WITHIN_QUOTA, set(), set())
@@ -133,15 +139,17 @@ class DynamicPolicy(Policy):
         line = TenantLine()  # held: tenants whose older job waits for their own quota to drain
         reclaim_failed = INF
         pause_failed: dict[tuple[str, int], int] = {}  # (tenant, class) -> smallest job no pause made room for
-        # runs that could be paused this pass (none start within it: a run pauses after an aging interval)
-        pausable = [v for v in s.active.values() if self._could_pause(s, v, now)] if s.config.pause_long_runs else []
+        # the pass's pausable runs that no walk has paused yet
+        pausable = [v for v in self._pass_pausable if v.id in s.active and self._could_pause(s, v, now)]
+        borrow_phase = phase is Admission.BORROW
+        if not pausable and cluster.free_gpus == 0 and (borrow_phase or not s.borrowers):
+            return set(), owners_waiting  # the walk would stop at its first job (`full` below)
         # Most jobs in a long queue are only classified and skipped; the verdict for a
         # (tenant, size) is reused until a usage changes (admit / reclaim clear it).
         verdicts: dict[tuple[str, int, bool], Admission] = {}
         usable_free: dict[tuple, int] = {}  # (preemptible, gpu type) -> free GPUs it may use
         classify = s.ledger.classify
         quota_holders = {name for name, t in s.ledger.tenants.items() if t.quota > 0}
-        borrow_phase = phase is Admission.BORROW
         # The queue is grouped by what a visit reads of a job (queue_group): a job whose visit
         # changes nothing sets its group aside until something changes (walk.changed), so a
         # pass visits only the jobs that could act, not the whole queue (issue 12, fault 8).
