@@ -128,6 +128,11 @@ def test_a_busy_hub_kernel_is_not_reclaimed_and_its_busy_time_counts(hub, server
     client.load_connection_file(str(connection))
     client.start_channels()
     try:
+        # The server learns "busy" from one status message on the kernel's iopub; sent while the kernel
+        # process still starts (a loaded machine), it can beat the server's subscription and be lost.
+        # So first the kernel answers, and the server has seen its status since (CI failed on this once).
+        client.wait_for_ready(timeout=60)
+        wait_for(lambda: kernel_state(servers["alice"], kernel) == "idle", 60, "the server to see alice's kernel idle")
         client.execute("import time; time.sleep(60)")
         wait_for(lambda: kernel_state(servers["alice"], kernel) == "busy", 60, "alice's kernel busy")
         waiter, started = start_waiting_kernel(servers["bob"])
