@@ -128,11 +128,17 @@ def test_a_busy_hub_kernel_is_not_reclaimed_and_its_busy_time_counts(hub, server
     client.load_connection_file(str(connection))
     client.start_channels()
     try:
-        # The server learns "busy" from one status message on the kernel's iopub; sent while the kernel
-        # process still starts (a loaded machine), it can beat the server's subscription and be lost.
-        # So first the kernel answers, and the server has seen its status since (CI failed on this once).
+        # The server learns "busy" from one status message on the kernel's iopub, and subscribes to it only
+        # once the kernel is ready: code sent at once can run before the subscription holds, its "busy" lost
+        # (CI failed on this once). So first the server must see a status: each kernel_info request makes the
+        # kernel publish busy then idle, and the server's state leaves "starting" for "idle" on the first it sees.
         client.wait_for_ready(timeout=60)
-        wait_for(lambda: kernel_state(servers["alice"], kernel) == "idle", 60, "the server to see alice's kernel idle")
+
+        def server_sees_a_status() -> bool:
+            client.kernel_info()
+            return kernel_state(servers["alice"], kernel) == "idle"
+
+        wait_for(server_sees_a_status, 60, "alice's server to see her kernel's status", interval=0.5)
         client.execute("import time; time.sleep(60)")
         wait_for(lambda: kernel_state(servers["alice"], kernel) == "busy", 60, "alice's kernel busy")
         waiter, started = start_waiting_kernel(servers["bob"])
