@@ -38,6 +38,21 @@ def kernel_gpus(jp_serverapp, kernel_id: str) -> str:
     return process_env(provisioner.process.pid)["CUDA_VISIBLE_DEVICES"]
 
 
+async def ready_and_watched(jp_serverapp, kernel_id: str, client) -> None:
+    """The kernel answers and its server has seen a status of it: the server subscribes to a kernel's iopub
+    only once it is ready and learns "busy" from one status message, so code run before that subscription
+    holds could look idle to it (tests/test_hub_idle.py met this in CI). Each kernel_info request makes the
+    kernel publish a status; the server's state leaves "starting" on the first it sees."""
+    await client.wait_for_ready(timeout=30)
+    kernel = jp_serverapp.kernel_manager.get_kernel(kernel_id)
+
+    async def seen():
+        client.kernel_info()
+        return kernel.execution_state != "starting" or None
+
+    await wait_for_async(seen, 30, "the server to see the kernel's status", interval=0.5)
+
+
 def interactive_jobs(service, state: JobState | None = None):
     return [j for j in service.scheduler.jobs.values() if j.spec.interactive and (state is None or j.state is state)]
 
@@ -195,7 +210,7 @@ async def test_a_busy_kernel_is_never_reclaimed(jp_fetch, jp_serverapp, jp_root_
     kernel = await start_kernel(jp_fetch, gpu_kernelspec)
     client = jp_serverapp.kernel_manager.get_kernel(kernel).client()
     client.start_channels()
-    await client.wait_for_ready(timeout=30)
+    await ready_and_watched(jp_serverapp, kernel, client)
     client.execute("import time; time.sleep(8)")
     make_notebook(jp_root_dir / "job.ipynb", "print('ran')")
     code, job = await api("POST", "jobs", {"notebook": "job.ipynb"})
@@ -274,7 +289,7 @@ async def test_interactive_metrics_held_vs_executing_and_reclaimed(
 
     client = jp_serverapp.kernel_manager.get_kernel(busy).client()
     client.start_channels()
-    await client.wait_for_ready(timeout=30)
+    await ready_and_watched(jp_serverapp, busy, client)
     client.execute("import time; time.sleep(6)")
     make_notebook(jp_root_dir / "job.ipynb", "print('ran')")
     code, job = await api("POST", "jobs", {"notebook": "job.ipynb", "gpus": 3})  # 2 free: it waits
