@@ -142,8 +142,8 @@ class DynamicPolicy(Policy):
         # the pass's pausable runs that no walk has paused yet
         pausable = [v for v in self._pass_pausable if v.id in s.active and self._could_pause(s, v, now)]
         borrow_phase = phase is Admission.BORROW
-        if not pausable and cluster.free_gpus == 0 and (borrow_phase or not s.borrowers):
-            return set(), owners_waiting  # the walk would stop at its first job (`full` below)
+        if not pausable and _full(s, borrow_phase, reclaim_failed):
+            return set(), owners_waiting  # the walk would stop at its first job (see the loop)
         # Most jobs in a long queue are only classified and skipped; the verdict for a
         # (tenant, size) is reused until a usage changes (admit / reclaim clear it).
         verdicts: dict[tuple[str, int, bool], Admission] = {}
@@ -158,7 +158,7 @@ class DynamicPolicy(Policy):
         for job in walk:
             # Nothing left to place or reclaim: only a pause could start a job (the walk goes on
             # for that alone, and does nothing else a full cluster's walk would not have done).
-            full = cluster.free_gpus == 0 and (borrow_phase or not s.borrowers or reclaim_failed <= 1)
+            full = _full(s, borrow_phase, reclaim_failed)
             if full and not pausable:
                 break
             spec = job.spec
@@ -492,6 +492,12 @@ class DynamicPolicy(Policy):
         for v in best[1]:
             s.preempt(v.id, now, f"borrowed GPUs reclaimed for tenant {job.tenant!r}")
         return True
+
+
+def _full(s: Scheduler, borrow_phase: bool, reclaim_failed: float) -> bool:
+    """Nothing left to place or reclaim in this walk: no GPU free, and no borrower this walk may
+    still take back (the quota walk reclaims until a reclaim for one GPU failed)."""
+    return s.cluster.free_gpus == 0 and (borrow_phase or not s.borrowers or reclaim_failed <= 1)
 
 
 def dynamic_group(job: Job) -> tuple:
