@@ -224,6 +224,40 @@ async def test_a_busy_kernel_is_never_reclaimed(jp_fetch, jp_serverapp, jp_root_
     await jp_fetch("api", "kernels", kernel, method="DELETE")
 
 
+@pytest.mark.parametrize("gpusched_config", [{"local_gpus": 1, **IDLE}])
+async def test_a_kernel_running_code_its_server_sees_as_idle_is_not_reclaimed(
+    jp_fetch, jp_serverapp, jp_root_dir, service, api, gpu_kernelspec
+):
+    """The server learns "busy" from one status message, and code sent before its iopub subscription holds
+    publishes that message unseen: the server then sees the running kernel as idle. Made here by setting the
+    server's state back to idle while a cell runs; a reclaim asks the kernel itself first, and it is busy."""
+    from jupyter_gpusched.testing.notebooks import make_notebook
+
+    kernel = await start_kernel(jp_fetch, gpu_kernelspec)
+    client = jp_serverapp.kernel_manager.get_kernel(kernel).client()
+    client.start_channels()
+    await ready_and_watched(jp_serverapp, kernel, client)
+    client.execute("import time; time.sleep(60)")
+    server_view = jp_serverapp.kernel_manager.get_kernel(kernel)
+
+    async def busy():
+        return server_view.execution_state == "busy" or None
+
+    await wait_for_async(busy, 30, "the server to see the kernel busy")
+    server_view.execution_state = "idle"  # what the server believes when it missed the "busy"
+    make_notebook(jp_root_dir / "job.ipynb", "print('ran')")
+    code, job = await api("POST", "jobs", {"notebook": "job.ipynb"})
+    assert code == 201
+    await asyncio.sleep(12)  # warned, reclaim tried (the kernel does not answer), warned and tried again
+    assert kernel in jp_serverapp.kernel_manager
+    request = interactive_jobs(service)[0]
+    assert request.state is JobState.RUNNING and service.info[request.id].reclaimed_idle_s is None
+    code, waiting_job = await api("GET", f"jobs/{job['id']}")
+    assert waiting_job["state"] == "QUEUED"
+    client.stop_channels()
+    await jp_fetch("api", "kernels", kernel, method="DELETE")
+
+
 async def test_activity_reports_are_checked(jp_fetch, service, api, gpu_kernelspec):
     """`POST interactive/{id}/activity` is for hub mode (a user's server reporting to the hub service): bad
     bodies are 400s, another request's id a 409, and a kernel this server watches itself is not reported on."""

@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
+from jupyter_core.utils import ensure_async
 from traitlets import Float, Int, Unicode
 
 from ..core import JobState
@@ -34,6 +35,7 @@ from .remote_kernels import RemoteError, RemoteKernelRequests, allocated_gpus
 from .settings import GPUSchedSettings, settings_of
 
 PROVISIONER_NAME = "gpusched-provisioner"
+RUNNING_PROBE_S = 3.0  # a kernel at its prompt answers kernel_info in milliseconds; slack for a loaded machine
 
 
 def kernel_spec(gpus: int, priority: str = "normal", tenant: str | None = None, display_name: str = "") -> dict:
@@ -64,6 +66,7 @@ class GPUKernelProvisioner(LocalProvisioner):
     status: str = ""  # the last waiting message ("waiting for a GPU: #2 in line, about 6 min")
     _idle_watch: asyncio.Task | None = None
     _release_why: str = ""  # why the kernel is being shut down by us (idle reclaim)
+    _running_seen_at: float = 0.0  # when a reclaim found the kernel running code its server saw as idle
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         settings = self._settings()
@@ -232,11 +235,9 @@ class GPUKernelProvisioner(LocalProvisioner):
                     return
                 now, km = service.clock(), self.parent
                 busy = getattr(km, "execution_state", "") == "busy"
-                last = getattr(km, "last_activity", None)
-                action = watch.observe(now, busy, last and last.timestamp(), now - looked_at if busy else 0.0)
+                action = watch.observe(now, busy, self._last_activity(), now - looked_at if busy else 0.0)
                 looked_at = now
-                if action is IdleAction.RECLAIM:
-                    await self._reclaim(watch.reason)
+                if action is IdleAction.RECLAIM and await self._reclaim(watch.reason):
                     return
         finally:
             if service.kernel_watches.get(watch.job_id) is watch:
@@ -258,8 +259,8 @@ class GPUKernelProvisioner(LocalProvisioner):
             if now - reported_at < every:
                 continue
             reported_at = now
-            last = getattr(km, "last_activity", None)
-            idle_s = None if last is None else max(0.0, time.time() - last.timestamp())
+            last = self._last_activity()
+            idle_s = None if last is None else max(0.0, time.time() - last)
             try:
                 answer = await remote.activity(str(self.kernel_id), job_id, busy, busy_s, idle_s)
             except RemoteError as exc:
@@ -269,18 +270,52 @@ class GPUKernelProvisioner(LocalProvisioner):
                 continue
             every = float(answer.get("report_every") or every)
             sample = max(0.1, min(1.0, every))
-            if answer.get("action") == IdleAction.RECLAIM.value:
-                await self._reclaim(str(answer.get("reason") or "idle while others waited: GPUs reclaimed"))
+            if answer.get("action") == IdleAction.RECLAIM.value and await self._reclaim(
+                str(answer.get("reason") or "idle while others waited: GPUs reclaimed")
+            ):
                 return
 
-    async def _reclaim(self, why: str) -> None:
-        """Idle reclaim: shut the kernel down through the server (the notebook stays open); cleanup() frees."""
+    def _last_activity(self) -> float | None:
+        """When the kernel last ran something (epoch seconds): its server's `last_activity`, or later, when a
+        reclaim found it running code the server had missed."""
+        last = getattr(self.parent, "last_activity", None)
+        if last is None:
+            return self._running_seen_at or None
+        return max(last.timestamp(), self._running_seen_at)
+
+    async def _reclaim(self, why: str) -> bool:
+        """Idle reclaim: shut the kernel down through the server (the notebook stays open); cleanup() frees.
+        Not while it runs code: False then (its idle clock restarts)."""
+        if await self._runs_code():
+            self._running_seen_at = time.time()
+            self.log.warning("kernel %s: looked idle but is running code: not reclaimed", self.kernel_id)
+            return False
         self._release_why = why
         self.log.warning("kernel %s: %s", self.kernel_id, why)
         self._idle_watch = None  # cleanup() must not cancel this task mid-shutdown
         km = self.parent
         assert km is not None
         await km.parent.shutdown_kernel(self.kernel_id)  # off the server's list; cleanup() frees the GPUs
+        return True
+
+    async def _runs_code(self) -> bool:
+        """Whether the kernel is running code, asked of the kernel itself: it answers shell requests one at a
+        time, so one that runs a cell leaves a kernel_info request unanswered. The server's execution_state
+        can say idle while code runs: it learns "busy" from one status message, and code sent before its
+        iopub subscription holds (at a kernel's start) publishes that message unseen."""
+        km = self.parent
+        assert km is not None
+        if not await ensure_async(km.is_alive()):
+            return False  # a dead kernel runs nothing: shutting it down frees the GPUs
+        client = km.client()
+        client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
+        try:
+            await client.kernel_info(reply=True, timeout=RUNNING_PROBE_S)
+            return False
+        except TimeoutError:
+            return True
+        finally:
+            client.stop_channels()
 
     def _release(self, why: str) -> None:
         job_id, self.job_id = self.job_id, None

@@ -135,8 +135,8 @@ class KernelIdleWatch:
         if action is IdleAction.RECLAIM:
             self._info.reclaimed_idle_s = now - clock.idle_since
             self.reason = f"idle {(now - clock.idle_since) / 60:.0f} min while others waited: GPUs reclaimed"
-        else:
-            self.reason = ""
+        else:  # not (or no longer: it was found running code when reclaimed) reclaimed
+            self._info.reclaimed_idle_s, self.reason = None, ""
         return action
 
     def keep(self, now: float) -> float:
