@@ -27,8 +27,10 @@ from jupyter_gpusched.testing.browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     BrowserErrors,
+    axe_violations,
     jp_asyncio_loop,  # noqa: F401  (pytest-jupyter's loop, replaced)
     serve_this_build,
+    set_theme,
 )
 from jupyter_gpusched.testing.jupyter import Lab
 from jupyter_gpusched.testing.notebooks import new_notebook
@@ -330,6 +332,8 @@ def test_submit_from_file_browser_context_menu_and_toolbar(page: Page, lab: Lab)
 
     # the notebook toolbar button fills the form with that notebook
     open_file(page, "blocker.ipynb")
+    button_audit = axe_violations(page, ".jp-GPUSched-toolbarButton")  # WCAG 2.1 A/AA (no aria-pressed on it)
+    assert not button_audit, button_audit
     page.click('.jp-SideBar [data-id="filebrowser"]')  # hide the panel: the button must show it
     page.get_by_role("tabpanel", name="blocker.ipynb", exact=True).locator(".jp-GPUSched-toolbarButton").click()
     expect(form.get_by_label("Notebook")).to_have_value("blocker.ipynb")
@@ -537,3 +541,27 @@ def test_schedule_from_the_form_then_pause_it(page: Page, lab: Lab):
     assert lab.api("GET", f"schedules/{sid}").json()["paused"] is True
     page.locator(PANEL).screenshot(path=str(ARTIFACTS / "panel-schedules-paused-light.png"))
     lab.api("DELETE", f"schedules/{sid}")
+
+
+def test_the_panel_and_its_dialogs_pass_an_accessibility_audit_light_and_dark(page: Page, lab: Lab):
+    """axe-core's WCAG 2.1 A/AA rules on what the extension draws (it runs last: the panel lists the jobs, the
+    pipeline views and output viewers the tests above opened), in both themes: none may fail."""
+    open_panel(page)
+    found: dict[str, list[str]] = {}
+    try:
+        for theme in ("JupyterLab Light", "JupyterLab Dark"):
+            set_theme(page, theme)
+            found[f"{theme}: panel"] = axe_violations(page, PANEL)
+            for tab in page.locator('.jp-MainAreaWidget[id^="gpusched-"]').all():
+                tab_id = tab.get_attribute("id")
+                page.evaluate(f"window.jupyterapp.shell.activateById('{tab_id}')")
+                found[f"{theme}: {tab_id}"] = axe_violations(page, f"#{tab_id}")
+            page.locator(PANEL).get_by_role("button", name="Run a pipeline…").click()
+            expect(page.get_by_role("dialog")).to_contain_text("Run a pipeline")
+            found[f"{theme}: pipeline dialog"] = axe_violations(page, ".jp-Dialog")
+            page.keyboard.press("Escape")
+            expect(page.get_by_role("dialog")).to_have_count(0)
+    finally:
+        set_theme(page, "JupyterLab Light")
+    failed = [f"{where}: {line}" for where, lines in found.items() for line in lines]
+    assert not failed, "WCAG 2.1 A/AA rules failed:\n" + "\n".join(failed)

@@ -18,9 +18,11 @@ from jupyter_gpusched.testing.browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     BrowserErrors,
+    axe_violations,
     check_screenshot,
     jp_asyncio_loop,  # noqa: F401  (pytest-jupyter's loop, replaced)
     serve_this_build,
+    set_theme,
 )
 from jupyter_gpusched.testing.jupyter import Lab
 from jupyter_gpusched.testing.stores import prefill_table_jobs
@@ -81,11 +83,6 @@ def no_console_errors(request, page):
     page.wait_for_timeout(300)  # a last refresh's errors arrive
     unexpected = ERRORS.take_unexpected()
     assert not unexpected, "errors in the browser console:\n" + "\n".join(unexpected)
-
-
-def set_theme(page: Page, theme: str) -> None:
-    page.evaluate(f"window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{theme}'}})")
-    expect(page.locator("body")).to_have_attribute("data-jp-theme-name", theme, timeout=20_000)
 
 
 def pager_text(page: Page) -> str:
@@ -180,11 +177,14 @@ def test_open_sort_filter_and_page_through_2500_jobs(page: Page, lab: Lab):
     page.locator(f'{TABLE} th[data-column="submitted"]').get_by_role("button").click()
     expect(page.locator(f'{TABLE} th[data-column="submitted"]')).to_have_attribute("aria-sort", "descending")
     expect(page.locator(PAGER)).to_have_text(f"1–50 of {N_JOBS} · page 1 of 50")
+    light_audit = axe_violations(page, VIEW)  # WCAG 2.1 A/AA, a page of 50 rows of every state
     set_theme(page, "JupyterLab Dark")
     try:
         table_screenshot(page, "jobs-view-dark")
+        dark_audit = axe_violations(page, VIEW)
     finally:
         set_theme(page, "JupyterLab Light")
+    assert not light_audit and not dark_audit, {"light": light_audit, "dark": dark_audit}
 
 
 def test_live_update_eta_and_job_page(page: Page, lab: Lab):
@@ -220,6 +220,8 @@ def test_live_update_eta_and_job_page(page: Page, lab: Lab):
     for state in ("QUEUED", "ADMITTED", "RUNNING", "SUCCEEDED"):
         expect(history).to_contain_text(state)
     page.screenshot(path=str(ARTIFACTS / "job-page-light.png"))
+    light_audit = axe_violations(page, f"#gpusched-job-page-{job['id']}")  # WCAG 2.1 A/AA
+    assert not light_audit, light_audit
 
     with page.expect_download() as download:
         detail.get_by_role("button", name="Download output").click()
@@ -236,6 +238,8 @@ def test_live_update_eta_and_job_page(page: Page, lab: Lab):
         page.evaluate(f"window.jupyterapp.commands.execute('gpusched:open-job-detail', {{job: '{job['id']}'}})")
         expect(detail).to_be_visible()
         page.screenshot(path=str(ARTIFACTS / "job-page-dark.png"))
+        dark_audit = axe_violations(page, f"#gpusched-job-page-{job['id']}")
+        assert not dark_audit, dark_audit
     finally:
         set_theme(page, "JupyterLab Light")
 

@@ -120,3 +120,33 @@ def check_screenshot(actual: Path, name: str, tolerance: float = 0.005) -> None:
         f"{name}: {share:.2%} of the pixels differ from {reference} (tolerance {tolerance:.2%}); see {diff}. "
         f"If the change is intended, rerun with {UPDATE_ENV}=1 and commit the new reference."
     )
+
+
+def set_theme(page, theme: str) -> None:
+    """Switch JupyterLab's theme (e.g. "JupyterLab Dark") and wait until it applies."""
+    from playwright.sync_api import expect
+
+    page.evaluate(f"window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{theme}'}})")
+    expect(page.locator("body")).to_have_attribute("data-jp-theme-name", theme, timeout=20_000)
+    page.wait_for_timeout(300)  # the theme's colours settle before anything reads them
+
+
+AXE = PROJECT_ROOT / "labextension" / "node_modules" / "axe-core" / "axe.min.js"  # a dev dependency of the lab
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+def axe_violations(page, selector: str) -> list[str]:
+    """axe-core's WCAG 2.1 A and AA rules on what `selector` holds (only that: JupyterLab's own chrome
+    around it is not ours to fix), one line per rule that fails, with up to three of its elements."""
+    if not AXE.exists():
+        raise AssertionError(f"{AXE} is missing: run `jlpm install` in labextension/ (axe-core is a dev dependency)")
+    if not page.evaluate("() => typeof window.axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    return page.evaluate(
+        """async ([selector, tags]) => {
+            const result = await axe.run({include: [selector]}, {runOnly: {type: 'tag', values: tags}});
+            return result.violations.map(v => `${v.impact} ${v.id}: ${v.help} (` +
+                v.nodes.slice(0, 3).map(n => n.target.join(' ')).join('; ') + ')');
+        }""",
+        [selector, AXE_TAGS],
+    )

@@ -3,12 +3,7 @@
  * job list's cancel / log / output / resubmit. The plugin (index.ts) builds one `JobActions`.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import {
-  Dialog,
-  MainAreaWidget,
-  showDialog,
-  ToolbarButton
-} from '@jupyterlab/apputils';
+import { Dialog, MainAreaWidget, showDialog } from '@jupyterlab/apputils';
 import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import { INotebookContent } from '@jupyterlab/nbformat';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
@@ -28,6 +23,7 @@ import { notebookName, outputFileName, shortId } from './format';
 import { buildSubmit, resubmitBody, SubmitFormModel } from './form';
 import { JobsModel } from './model';
 import { openPipelineView } from './pipelines';
+import { actionButton } from './toolbar';
 import {
   ICellLike,
   IParameterRow,
@@ -163,7 +159,7 @@ export class JobActions implements IJobActions {
     widget.title.closable = true;
     widget.toolbar.addItem(
       'download',
-      new ToolbarButton({
+      actionButton({
         icon: downloadIcon,
         label: 'Download',
         tooltip: `Download ${fileName}`,

@@ -11,13 +11,13 @@ import {
   INotebookTracker,
   NotebookPanel
 } from '@jupyterlab/notebook';
-import { ToolbarButton } from '@jupyterlab/ui-components';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
 import { JobActions } from './actions';
 import { gpuIcon } from './components/icons';
 import { GPUSchedPanel } from './components/Panel';
 import { SubmitFormModel } from './form';
+import { actionButton } from './toolbar';
 import { JobsModel } from './model';
 import { CommandIDs } from './tokens';
 
@@ -136,7 +136,7 @@ export class SubmitButtonExtension implements DocumentRegistry.IWidgetExtension<
   constructor(private readonly _commands: JupyterFrontEnd['commands']) {}
 
   createNew(panel: NotebookPanel): IDisposable {
-    const button = new ToolbarButton({
+    const button = actionButton({
       className: 'jp-GPUSched-toolbarButton',
       icon: gpuIcon,
       label: 'GPU job',
