@@ -272,6 +272,8 @@ def test_refused_form_shows_the_servers_message_next_to_the_field(page: Page, la
     expect(error).to_contain_text("99 GPUs requested but the cluster has 2")
     expect(form.get_by_label("GPUs")).to_have_attribute("aria-invalid", "true")
     page.locator(PANEL).screenshot(path=str(ARTIFACTS / "panel-error-light.png"))
+    error_audit = axe_violations(page, PANEL)  # WCAG 2.1 A/AA with a field's error shown (its red on the theme)
+    assert not error_audit, error_audit
 
     # a parameter name the server refuses: its message sits on that row
     form.get_by_label("GPUs").fill("1")
@@ -528,6 +530,8 @@ def test_schedule_from_the_form_then_pause_it(page: Page, lab: Lab):
     page.get_by_label("Time zone").fill("Europe/Berlin")
     preview = page.locator(".jp-GPUSched-schedulePreview")
     expect(preview).to_contain_text("At 02:00 AM (Europe/Berlin time), next: ")
+    form_audit = axe_violations(page, PANEL)  # WCAG 2.1 A/AA, the schedule form open
+    assert not form_audit, form_audit
     page.get_by_role("button", name="Create schedule").click()
     row = page.locator(f"{PANEL} li.jp-GPUSched-scheduleRow")
     expect(row).to_have_count(1)
@@ -538,6 +542,8 @@ def test_schedule_from_the_form_then_pause_it(page: Page, lab: Lab):
     page.locator(PANEL).screenshot(path=str(ARTIFACTS / "panel-schedules-light.png"))
     row.get_by_role("button", name="Pause").click()
     expect(row).to_contain_text("Paused")
+    panel_audit = axe_violations(page, PANEL)  # the schedule rows, running and paused
+    assert not panel_audit, panel_audit
     assert lab.api("GET", f"schedules/{sid}").json()["paused"] is True
     page.locator(PANEL).screenshot(path=str(ARTIFACTS / "panel-schedules-paused-light.png"))
     lab.api("DELETE", f"schedules/{sid}")

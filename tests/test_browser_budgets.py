@@ -10,7 +10,16 @@ import re
 
 import pytest
 from playwright.sync_api import expect, sync_playwright  # noqa: E402,I001  (test_browser skips without Chromium)
-from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, FORM, PANEL, jp_asyncio_loop, serve_this_build
+from test_browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    FORM,
+    PANEL,
+    axe_violations,
+    jp_asyncio_loop,
+    serve_this_build,
+)
 
 from jupyter_gpusched.testing.jupyter import Lab
 
@@ -98,11 +107,14 @@ def test_budget_bar_and_the_forms_cost_in_light_and_dark(lab: Lab):
             expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "true", timeout=30_000)
             page.wait_for_timeout(500)
             panel.screenshot(path=str(ARTIFACTS / "budget-panel-light.png"))
+            audits = {"light": axe_violations(page, PANEL)}  # WCAG 2.1 A/AA: the bar, the cost, the warning
             page.screenshot(path=str(ARTIFACTS / "budget-lab-light.png"))  # the toast, bottom right
             page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
             expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "false", timeout=30_000)
             page.wait_for_timeout(500)
             panel.screenshot(path=str(ARTIFACTS / "budget-panel-dark.png"))
+            audits["dark"] = axe_violations(page, PANEL)
+            assert not audits["light"] and not audits["dark"], audits
             assert fill.evaluate("n => getComputedStyle(n).backgroundColor") == page.evaluate(THEME_ERROR_COLOR)
             page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
         finally:

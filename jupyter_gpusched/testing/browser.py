@@ -133,20 +133,35 @@ def set_theme(page, theme: str) -> None:
 
 AXE = PROJECT_ROOT / "labextension" / "node_modules" / "axe-core" / "axe.min.js"  # a dev dependency of the lab
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+# What JupyterLab's own renderers draw inside our views keeps JupyterLab's colours, as in any notebook: the
+# prompts, the syntax-highlighted source's tokens, rendered outputs (ANSI colours) and Markdown.
+LAB_RENDERED = [".jp-InputPrompt", ".jp-GPUSched-source span", ".jp-OutputArea", ".jp-RenderedMarkdown"]
 
 
 def axe_violations(page, selector: str) -> list[str]:
     """axe-core's WCAG 2.1 A and AA rules on what `selector` holds (only that: JupyterLab's own chrome
-    around it is not ours to fix), one line per rule that fails, with up to three of its elements."""
+    around it and its renderers inside it, `LAB_RENDERED`, are not ours to fix), one line per rule that
+    fails, with up to three of its elements."""
     if not AXE.exists():
         raise AssertionError(f"{AXE} is missing: run `jlpm install` in labextension/ (axe-core is a dev dependency)")
     if not page.evaluate("() => typeof window.axe !== 'undefined'"):
         page.add_script_tag(path=str(AXE))
+    # JupyterLab's root `.jp-ThemedContainer` is 0 px high with overflow hidden; its absolutely placed children
+    # show, but axe takes them for clipped and skips every rule that needs visible text (colour contrast):
+    # the audit lifts that overflow while it runs.
     return page.evaluate(
-        """async ([selector, tags]) => {
-            const result = await axe.run({include: [selector]}, {runOnly: {type: 'tag', values: tags}});
-            return result.violations.map(v => `${v.impact} ${v.id}: ${v.help} (` +
-                v.nodes.slice(0, 3).map(n => n.target.join(' ')).join('; ') + ')');
+        """async ([selector, exclude, tags]) => {
+            const roots = [...document.querySelectorAll('.jp-ThemedContainer')];
+            const before = roots.map(n => n.style.overflow);
+            roots.forEach(n => { n.style.overflow = 'visible'; });
+            try {
+                const context = {include: [selector], exclude: exclude.map(e => `${selector} ${e}`)};
+                const result = await axe.run(context, {runOnly: {type: 'tag', values: tags}});
+                return result.violations.map(v => `${v.impact} ${v.id}: ${v.help} (` +
+                    v.nodes.slice(0, 3).map(n => n.target.join(' ') + ' ' + (n.any[0] || {}).message).join('; ') + ')');
+            } finally {
+                roots.forEach((n, i) => { n.style.overflow = before[i]; });
+            }
         }""",
-        [selector, AXE_TAGS],
+        [selector, LAB_RENDERED, AXE_TAGS],
     )
