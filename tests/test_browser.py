@@ -410,9 +410,7 @@ def test_panel_screenshots_light_and_dark(page: Page, lab: Lab):
     # GET me: the server's owner is its admin, and the form names their default tenant
     expect(panel.locator(".jp-GPUSched-jobs h3")).to_have_text("All jobs")
     expect(page.locator(f"{FORM}-tenant option").first).to_have_text("my default (default)")
-    page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
-    expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "true", timeout=30_000)
-    page.wait_for_timeout(500)
+    set_theme(page, "JupyterLab Light")
     panel.screenshot(path=str(ARTIFACTS / "panel-light.png"))
     page.screenshot(path=str(ARTIFACTS / "lab-light.png"))
     light_bg = panel.evaluate("n => getComputedStyle(n).backgroundColor")
@@ -422,9 +420,7 @@ def test_panel_screenshots_light_and_dark(page: Page, lab: Lab):
         page.evaluate(f"window.jupyterapp.shell.activateById('{viewer.get_attribute('id')}')")
         viewer.screenshot(path=str(ARTIFACTS / "output-viewer-light2.png"))
 
-    page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
-    expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "false", timeout=30_000)  # loads its CSS
-    page.wait_for_timeout(500)
+    set_theme(page, "JupyterLab Dark")
     panel.screenshot(path=str(ARTIFACTS / "panel-dark.png"))
     if viewer.count():
         viewer.screenshot(path=str(ARTIFACTS / "output-viewer-dark.png"))
@@ -432,7 +428,7 @@ def test_panel_screenshots_light_and_dark(page: Page, lab: Lab):
     dark_bg = panel.evaluate("n => getComputedStyle(n).backgroundColor")
     assert light_bg != dark_bg, "the panel does not follow the theme"
 
-    page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
+    set_theme(page, "JupyterLab Light")
 
 
 def test_a_waiting_pipeline_step_shows_its_badge_and_the_pipeline_view(page: Page, lab: Lab):

@@ -16,11 +16,11 @@ from test_browser import (
     CHROMIUM_ARGS,
     FORM,
     PANEL,
-    axe_violations,
     jp_asyncio_loop,
     serve_this_build,
 )
 
+from jupyter_gpusched.testing.browser import axe_violations, set_theme
 from jupyter_gpusched.testing.jupyter import Lab
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -103,20 +103,16 @@ def test_budget_bar_and_the_forms_cost_in_light_and_dark(lab: Lab):
             expect(form.locator(".jp-GPUSched-costEstimate")).to_have_text("Cost: $4.80 per hour (no max runtime)")
             form.get_by_label("Max runtime (minutes)").fill("120")
 
-            page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
-            expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "true", timeout=30_000)
-            page.wait_for_timeout(500)
+            set_theme(page, "JupyterLab Light")
             panel.screenshot(path=str(ARTIFACTS / "budget-panel-light.png"))
             audits = {"light": axe_violations(page, PANEL)}  # WCAG 2.1 A/AA: the bar, the cost, the warning
             page.screenshot(path=str(ARTIFACTS / "budget-lab-light.png"))  # the toast, bottom right
-            page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
-            expect(page.locator("body")).to_have_attribute("data-jp-theme-light", "false", timeout=30_000)
-            page.wait_for_timeout(500)
+            set_theme(page, "JupyterLab Dark")
             panel.screenshot(path=str(ARTIFACTS / "budget-panel-dark.png"))
             audits["dark"] = axe_violations(page, PANEL)
             assert not audits["light"] and not audits["dark"], audits
             assert fill.evaluate("n => getComputedStyle(n).backgroundColor") == page.evaluate(THEME_ERROR_COLOR)
-            page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
+            set_theme(page, "JupyterLab Light")
         finally:
             browser.close()
     assert not errors, errors
