@@ -255,6 +255,24 @@ def test_queue_remove_while_iterating_and_duplicates():
     assert [j.id for j in q] == ["j5"]
 
 
+def test_a_walk_that_stops_at_the_head_skips_no_departed_jobs():
+    """Jobs leaving from the head (fifo's starts) leave no stale entries in front: a walk that
+    stops at its first job costs one step, not one per job started since the last compaction
+    (fifo's 70k-job replay spent 230 of its 350 s skipping them)."""
+    q = JobQueue(fifo_key)
+    jobs = [_job(i, float(i)) for i in range(1000)]
+    for job in jobs:
+        q.push(job)
+    q.remove("j500")  # one from the middle stays stale until compaction
+    for job in jobs[:400]:
+        next(iter(q))  # a walk that looks at the head only, while it is under way
+        for head in q:
+            q.remove(head.id)
+            break
+    assert [j.id for j in q][:2] == ["j400", "j401"] and len(q) == 599
+    assert q._entries[0][2].id == "j400" and len(q._entries) == 600
+
+
 def test_strict_priority_key():
     q = JobQueue(strict_priority_key)
     q.push(_job(0, 0.0, Priority.LOW))
