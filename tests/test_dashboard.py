@@ -23,6 +23,7 @@ import requests
 from jupyter_server.auth import IdentityProvider, User
 from nbclient import NotebookClient
 
+from jupyter_gpusched.testing.browser import axe_violations
 from jupyter_gpusched.testing.jupyter import new_live_server
 from jupyter_gpusched.testing.notebooks import make_notebook
 
@@ -186,10 +187,15 @@ def test_dashboard_runs_top_to_bottom_in_a_real_kernel(dash_server, monkeypatch)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors, errors
     models = widget_models(nb)
-    images = [m for m in models if m["model_name"] == "ImageModel"]
-    assert len(images) >= 9, "eight dashboard plots (GPU kernels and showback included) and the forecast chart"
-    pngs = [base64.b64decode(b["data"]) for m in images for b in m.get("buffers", []) if b["path"] == ["value"]]
-    assert len(pngs) >= 9 and all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    plots = [  # widgets.Plot: an <img> of a PNG with its text alternative
+        re.fullmatch(r'<img class="gpusched-plot" src="data:image/png;base64,([^"]+)" alt="([^"]+)" [^>]*>', v)
+        for m in models
+        if m["model_name"] == "HTMLModel" and (v := m["state"].get("value", "")).startswith("<img")
+    ]
+    assert len(plots) == 9, "eight dashboard plots (GPU kernels and showback included) and the forecast chart"
+    pngs = [base64.b64decode(p[1]) for p in plots if p]
+    assert len(pngs) == 9 and all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert all(p[2].startswith("Chart: ") for p in plots if p)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)  # what the dashboard drew, for people to look at
     for i, png in enumerate(pngs):
         (ARTIFACTS / f"panel-{i}.png").write_bytes(png)
@@ -246,7 +252,8 @@ def test_voila_refuses_the_dashboard_to_a_non_admin(dash_server):
 
 def test_the_dashboard_loads_in_chromium_without_console_errors(dash_server):
     """An admin opens the Voila dashboard in headless Chromium: the widgets and plots appear, the
-    page logs no error, and a full-page screenshot is kept in test-artifacts/dashboard/."""
+    page logs no error, passes axe-core's WCAG 2.1 A/AA rules (each plot has a text alternative), and a
+    full-page screenshot is kept in test-artifacts/dashboard/."""
     chromium = Path(os.environ.get("GPUSCHED_CHROMIUM", "/usr/bin/chromium"))
     if not chromium.exists():
         pytest.skip(f"needs Chromium at {chromium}: run `bash scripts/ci-browser-deps.sh`")
@@ -274,17 +281,24 @@ def test_the_dashboard_loads_in_chromium_without_console_errors(dash_server):
             page.goto(
                 f"{dash_server.url}voila/render/notebooks/dashboard.ipynb?token={dash_server.token}", timeout=180_000
             )
-            # the widget manager has drawn the plots (matplotlib PNGs in ipywidgets Image views)
-            page.wait_for_selector("img.widget-image", timeout=120_000)
+            # the widget manager has drawn the plots (matplotlib PNGs: widgets.Plot, an <img> with alt text)
+            page.wait_for_selector("img.gpusched-plot", timeout=120_000)
             page.wait_for_timeout(1500)  # let late renders (and any late errors) land
-            plots = page.locator("img.widget-image").count()
+            plots = page.locator("img.gpusched-plot").count()
             page.screenshot(path=str(ARTIFACTS / "voila-dashboard.png"), full_page=True)
             text = page.inner_text("body")
+            # WCAG 2.1 A/AA on the whole page (it is all rendered output): text contrast, and a text
+            # alternative for every plot
+            audit = axe_violations(page, "body", exclude=())
+            alts = page.locator("img.gpusched-plot").evaluate_all("ns => ns.map(n => n.alt)")
         finally:
             (ARTIFACTS / "voila-console.log").write_text("\n".join(console))
             browser.close()
     assert "GPU cluster" in text and "Traceback" not in text
-    assert plots >= 6, f"only {plots} plots drawn"
+    assert plots == 9, f"{plots} plots drawn, not 9"
+    assert not audit, audit
+    assert len(alts) == plots and all(a.startswith("Chart: ") and len(a) > 20 for a in alts), alts
+    assert any("Cluster utilisation" in a and "now:" in a for a in alts), alts
     local = [u for u in failed if "127.0.0.1" in u and "favicon" not in u]
     assert not local, local
     offline = "net::ERR_NAME_NOT_RESOLVED"  # the console's line for each failed CDN request

@@ -131,7 +131,8 @@ def test_widgets_build_their_state_without_a_browser(live_server):
         time.sleep(0.5)
     time.sleep(0.5)
     chart = ForecastChart(client=client, minutes=60)
-    assert chart.image.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert chart.plot.png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert 'alt="Chart: GPU demand per tenant, last 60 min' in chart.plot.value
     assert chart.usage["tenants"]["default"]["requested"]
     assert "Demand history" in chart.note.value
     view.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,10 +139,10 @@ AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 LAB_RENDERED = [".jp-InputPrompt", ".jp-GPUSched-source span", ".jp-OutputArea", ".jp-RenderedMarkdown"]
 
 
-def axe_violations(page, selector: str) -> list[str]:
+def axe_violations(page, selector: str, exclude: Sequence[str] = tuple(LAB_RENDERED)) -> list[str]:
     """axe-core's WCAG 2.1 A and AA rules on what `selector` holds (only that: JupyterLab's own chrome
-    around it and its renderers inside it, `LAB_RENDERED`, are not ours to fix), one line per rule that
-    fails, with up to three of its elements."""
+    around it and, by default, its renderers inside it, `LAB_RENDERED`, are not ours to fix), one line per
+    rule that fails, with up to three of its elements. A Voila page is all rendered output: `exclude=()`."""
     if not AXE.exists():
         raise AssertionError(f"{AXE} is missing: run `jlpm install` in labextension/ (axe-core is a dev dependency)")
     if not page.evaluate("() => typeof window.axe !== 'undefined'"):
@@ -163,5 +164,5 @@ def axe_violations(page, selector: str) -> list[str]:
                 roots.forEach((n, i) => { n.style.overflow = before[i]; });
             }
         }""",
-        [selector, LAB_RENDERED, AXE_TAGS],
+        [selector, list(exclude), AXE_TAGS],
     )

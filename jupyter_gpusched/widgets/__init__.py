@@ -9,6 +9,7 @@ ForecastChart()                # demand history (and the forecast band when the 
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import threading
@@ -21,19 +22,55 @@ from ..client import Client, GPUSchedError
 from ..core.spec_fields import DEFAULT_PRIORITY, PRIORITY_CHOICES
 from ..params import parse_lines
 
-__all__ = ["ForecastChart", "PipelineForm", "QueueView", "ScheduleView", "SubmitForm"]
+__all__ = ["ForecastChart", "PipelineForm", "QueueView", "ScheduleView", "SubmitForm", "Plot", "TEXT_COLORS"]
 
-STATE_COLORS = {
-    "WAITING": "#bdbdbd",  # for its dependencies (docs/pipelines.md)
-    "QUEUED": "#9e9e9e",
-    "ADMITTED": "#1e88e5",
-    "RUNNING": "#1e88e5",
-    "SUCCEEDED": "#43a047",
-    "FAILED": "#e53935",
-    "CANCELLED": "#757575",
-    "PREEMPTED": "#fb8c00",
-    "LOST": "#fb8c00",
+# Text colours readable on the page (WCAG AA, 4.5:1): the lab extension's theme-aware variables
+# (labextension/style/base.css) where it is loaded, else shades readable on white (a Voila page).
+TEXT_COLORS = {
+    "ok": "var(--jp-gpusched-ok-text, #2e7d32)",
+    "warn": "var(--jp-gpusched-warn-text, #a64d00)",
+    "error": "var(--jp-gpusched-error-text, #c62828)",
+    "brand": "var(--jp-gpusched-brand-text, #1565c0)",
+    "muted": "var(--jp-gpusched-muted-text, #616161)",
 }
+STATE_COLORS = {
+    "WAITING": TEXT_COLORS["muted"],  # for its dependencies (docs/pipelines.md)
+    "QUEUED": TEXT_COLORS["muted"],
+    "ADMITTED": TEXT_COLORS["brand"],
+    "RUNNING": TEXT_COLORS["brand"],
+    "SUCCEEDED": TEXT_COLORS["ok"],
+    "FAILED": TEXT_COLORS["error"],
+    "CANCELLED": TEXT_COLORS["muted"],
+    "PREEMPTED": TEXT_COLORS["warn"],
+    "LOST": TEXT_COLORS["warn"],
+}
+
+
+def error_html(message: str) -> str:
+    """`message` as an error line."""
+    return f'<span style="color:{TEXT_COLORS["error"]}">{html.escape(message)}</span>'
+
+
+def figure_summary(fig: Any) -> str:
+    """A plot's text alternative: each axes' title, or the text an empty one shows instead."""
+    parts = [ax.get_title() or "; ".join(t.get_text() for t in ax.texts) for ax in fig.axes]
+    return "Chart: " + ". ".join(p.replace("\n", " ") for p in parts if p)
+
+
+class Plot(w.HTML):
+    """A matplotlib figure as a PNG image with a text alternative (its `alt`, from the figure's titles:
+    `figure_summary`). ipywidgets' Image has no alt text, and its tooltip breaks the view (8.1: it reads
+    the description an Image lacks)."""
+
+    png: bytes = b""
+
+    def show(self, fig: Any) -> None:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", bbox_inches="tight")
+        self.png = buf.getvalue()
+        src = base64.b64encode(self.png).decode()
+        alt = html.escape(figure_summary(fig))
+        self.value = f'<img class="gpusched-plot" src="data:image/png;base64,{src}" alt="{alt}" style="max-width:100%">'
 
 
 class _UsesClient:
@@ -98,7 +135,7 @@ class SubmitForm(_UsesClient, w.VBox):
                 notify=_notify_targets(self.notify.value),
             )
         except (GPUSchedError, ValueError) as exc:
-            self.status.value = f'<span style="color:#e53935">{html.escape(str(exc))}</span>'
+            self.status.value = error_html(str(exc))
             return None
         self.last_job = job
         place = f", position {job['position'] + 1}" if job.get("position") is not None else ""
@@ -140,7 +177,7 @@ class PipelineForm(_UsesClient, w.VBox):
         try:
             self.pipeline = self.client.run_pipeline_file(self.path.value)
         except (GPUSchedError, ValueError, OSError) as exc:
-            self.status.value = f'<span style="color:#e53935">{html.escape(str(exc))}</span>'
+            self.status.value = error_html(str(exc))
             return None
         self.status.value = f"Pipeline <code>{html.escape(self.pipeline['id'])}</code> submitted"
         self._show(self.pipeline)
@@ -194,7 +231,7 @@ class QueueView(_UsesClient, w.VBox):
             self.jobs = self.client.jobs(mine=self.mine)
             cluster = self.client.cluster()
         except GPUSchedError as exc:
-            self.summary.value = f'<span style="color:#e53935">{html.escape(str(exc))}</span>'
+            self.summary.value = error_html(str(exc))
             return
         running = sum(j["state"] == "RUNNING" for j in self.jobs)
         queued = sum(j["state"] == "QUEUED" for j in self.jobs)
@@ -238,7 +275,7 @@ class ScheduleView(_UsesClient, w.VBox):
         try:
             self.schedules = self.client.schedules(mine=True)
         except GPUSchedError as exc:
-            self.status.value = f'<span style="color:#e53935">{html.escape(str(exc))}</span>'
+            self.status.value = error_html(str(exc))
             return
         self.status.value = f"<b>{len(self.schedules)}</b> schedule(s)"
         self.rows.children = [self._row(s) for s in self.schedules]
@@ -248,7 +285,7 @@ class ScheduleView(_UsesClient, w.VBox):
         try:
             self.client.update_schedule(schedule_id, paused=paused)
         except GPUSchedError as exc:
-            self.status.value = f'<span style="color:#e53935">{html.escape(str(exc))}</span>'
+            self.status.value = error_html(str(exc))
             return
         self.refresh_now()
 
@@ -271,11 +308,11 @@ class ForecastChart(_UsesClient, w.VBox):
     def __init__(self, client: Client | None = None, minutes: int = 24 * 60, **kwargs):
         self._client = client
         self.minutes = minutes
-        self.image = w.Image(format="png")
+        self.plot = Plot()
         self.note = w.HTML(value="")
         self.usage: dict[str, Any] = {}
         self.forecast: dict[str, Any] | None = None
-        super().__init__([self.note, self.image], **kwargs)
+        super().__init__([self.note, self.plot], **kwargs)
         self.refresh_now()
 
     def refresh_now(self) -> None:
@@ -283,9 +320,9 @@ class ForecastChart(_UsesClient, w.VBox):
             self.usage = self.client.usage(self.minutes)
             self.forecast = self.client.forecast()
         except GPUSchedError as exc:
-            self.note.value = f'<span style="color:#e53935">{html.escape(str(exc))}</span>'
+            self.note.value = error_html(str(exc))
             return
-        self.image.value = self.render_png()
+        self.plot.show(self.figure())
         if not self.usage.get("minutes"):
             self.note.value = "No demand recorded yet: the server writes one point a minute while it runs."
         elif self.forecast is None:
@@ -293,7 +330,7 @@ class ForecastChart(_UsesClient, w.VBox):
         else:
             self.note.value = f"Demand history and forecast ({html.escape(str(self.forecast.get('model', '')))})."
 
-    def render_png(self) -> bytes:
+    def figure(self) -> Any:
         import matplotlib
 
         matplotlib.use("Agg")
@@ -323,10 +360,10 @@ class ForecastChart(_UsesClient, w.VBox):
             total = [sum(col) for col in zip(*known["gpus"].values(), strict=True)]
             ax.step(kt, total, where="post", color="tab:orange", label="scheduled runs (known)")
         ax.set_ylabel("GPUs")
-        ax.set_title("GPU demand")
+        span = f"{self.minutes / 60:.0f} h" if self.minutes >= 120 else f"{self.minutes} min"
+        model = f", and its forecast ({fc['model']})" if fc.get("times") and fc.get("model") else ""
+        ax.set_title(f"GPU demand per tenant, last {span}{model}")
         if times or fc.get("times"):
             ax.legend(loc="upper left", fontsize="small")
         fig.autofmt_xdate()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", bbox_inches="tight")
-        return buf.getvalue()
+        return fig
