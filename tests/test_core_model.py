@@ -264,7 +264,7 @@ def test_a_walk_that_stops_at_the_head_skips_no_departed_jobs():
     for job in jobs:
         q.push(job)
     q.remove("j500")  # one from the middle stays stale until compaction
-    for job in jobs[:400]:
+    for _ in range(400):
         next(iter(q))  # a walk that looks at the head only, while it is under way
         for head in q:
             q.remove(head.id)
