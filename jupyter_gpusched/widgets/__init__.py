@@ -5,6 +5,7 @@ SubmitForm("train.ipynb")      # a form; submits through the REST API
 QueueView(refresh=5)           # a job table that refreshes itself
 ScheduleView()                 # my recurring schedules, each with Pause / Resume
 ForecastChart()                # demand history (and the forecast band when the server has one)
+Plot().show(fig)               # a matplotlib figure as an image, its titles as its alt text
 """
 
 from __future__ import annotations
