@@ -137,9 +137,7 @@ class JobQueue:
         if entries[0][1] == token:
             # The head left (a start, usually): drop the stale entries that lead the list now, or
             # every walk would skip them one by one (fifo at 70k jobs: 350 M lookups of gone jobs).
-            k = 1
-            while k < len(entries) and self._token.get(entries[k][2].id) != entries[k][1]:
-                k += 1
+            k = self._first_live(entries)
             if self._walks:  # a walk holds this list: it keeps its own
                 self._entries = entries[k:]
             else:
@@ -148,9 +146,7 @@ class JobQueue:
             g = self._group_of.pop(job_id)
             members = self._groups[g]
             if members[0][1] == token:  # its group's head: drop the stale entries that lead it
-                k = 1
-                while k < len(members) and self._token.get(members[k][2].id) != members[k][1]:
-                    k += 1
+                k = self._first_live(members)
                 if k < len(members):
                     self._groups[g] = members[k:]  # a new list: a walk in progress keeps its own
                 else:
@@ -162,6 +158,14 @@ class JobQueue:
                 for e in self._entries:
                     groups.setdefault(self._group_of[e[2].id], []).append(e)
                 self._groups = groups
+
+    def _first_live(self, entries: list[tuple[tuple, int, Job]]) -> int:
+        """Index of the first queued job's entry after a departed head (len(entries) if none)."""
+        live = self._token.get
+        k = 1
+        while k < len(entries) and live(entries[k][2].id) != entries[k][1]:
+            k += 1
+        return k
 
     def regroup(self, job: Job) -> None:
         """A queued job's spec changed (a learned runtime estimate): file it under its new group,

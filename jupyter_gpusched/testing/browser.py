@@ -136,10 +136,10 @@ AXE = PROJECT_ROOT / "labextension" / "node_modules" / "axe-core" / "axe.min.js"
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 # What JupyterLab's own renderers draw inside our views keeps JupyterLab's colours, as in any notebook: the
 # prompts, the syntax-highlighted source's tokens, rendered outputs (ANSI colours) and Markdown.
-LAB_RENDERED = [".jp-InputPrompt", ".jp-GPUSched-source span", ".jp-OutputArea", ".jp-RenderedMarkdown"]
+LAB_RENDERED = (".jp-InputPrompt", ".jp-GPUSched-source span", ".jp-OutputArea", ".jp-RenderedMarkdown")
 
 
-def axe_violations(page, selector: str, exclude: Sequence[str] = tuple(LAB_RENDERED)) -> list[str]:
+def axe_violations(page, selector: str, exclude: Sequence[str] = LAB_RENDERED) -> list[str]:
     """axe-core's WCAG 2.1 A and AA rules on what `selector` holds (only that: JupyterLab's own chrome
     around it and, by default, its renderers inside it, `LAB_RENDERED`, are not ours to fix), one line per
     rule that fails, with up to three of its elements. A Voila page is all rendered output: `exclude=()`."""

@@ -23,7 +23,16 @@ from ..client import Client, GPUSchedError
 from ..core.spec_fields import DEFAULT_PRIORITY, PRIORITY_CHOICES
 from ..params import parse_lines
 
-__all__ = ["ForecastChart", "PipelineForm", "QueueView", "ScheduleView", "SubmitForm", "Plot", "TEXT_COLORS"]
+__all__ = [
+    "ForecastChart",
+    "PipelineForm",
+    "QueueView",
+    "ScheduleView",
+    "SubmitForm",
+    "Plot",
+    "TEXT_COLORS",
+    "error_html",
+]
 
 # Text colours readable on the page (WCAG AA, 4.5:1): the lab extension's theme-aware variables
 # (labextension/style/base.css) where it is loaded, else shades readable on white (a Voila page).
