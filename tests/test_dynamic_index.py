@@ -16,6 +16,7 @@ import random
 import pytest
 
 from jupyter_gpusched.core.model import Job, JobSpec, NodeSpec, Priority, Tenant
+from jupyter_gpusched.core.policies import dynamic as dynamic_module
 from jupyter_gpusched.core.policies.dynamic import DynamicPolicy, dynamic_group
 from jupyter_gpusched.core.policies.static import StaticPolicy
 from jupyter_gpusched.core.policies.tiresias import TiresiasPolicy
@@ -160,3 +161,29 @@ def test_regroup_follows_a_changed_estimate():
     job.spec = JobSpec("n", gpus=1, tenant="a", learned_runtime=600.0)
     q.regroup(job)
     assert len(q._groups) == 2 and [j.id for j in q.walk()] == ["j0", "j1"]
+
+
+class CountingDynamic(DynamicPolicy):
+    """Counts the pauses tried (`_pause` calls) and made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tried = self.made = 0
+
+    def _pause(self, s, job, now, exclude, candidates):
+        self.tried += 1
+        made = super()._pause(s, job, now, exclude, candidates)
+        self.made += made
+        return made
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_pause_room_bound_skips_only_pauses_that_would_fail(seed, monkeypatch):
+    bounded = CountingDynamic()
+    with_bound = _replay(bounded, "learned", seed, 1)
+    monkeypatch.setattr(dynamic_module, "_pause_room", lambda s, pausable: {None: math.inf})
+    unbounded = CountingDynamic()
+    assert _replay(unbounded, "learned", seed, 1) == with_bound
+    # pauses are made, and the bound spared most of the tries that found nothing
+    assert bounded.made == unbounded.made > 0
+    assert bounded.tried - bounded.made < (unbounded.tried - unbounded.made) / 2

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import math
 from collections.abc import Callable, Collection, Hashable, Iterator
 
 from .model import Job, Priority
@@ -90,6 +91,9 @@ class JobQueue:
         self._walks = 0  # iterations in progress: a push copies the list rather than change theirs
         self._tenants: dict[str, int] = {}  # tenant -> queued jobs
         self._tenant_of: dict[str, str] = {}
+        # (the group lists, a heap of their heads) for GroupedWalk: kept until a group list
+        # changes, so the walks of passes that started nothing do not build it again
+        self._heads: tuple[list, list] | None = None
 
     def __len__(self) -> int:
         return len(self._token)
@@ -114,6 +118,7 @@ class JobQueue:
         self._entry[job.id] = entry
         if self.group is not None:
             g = self._group_of[job.id] = self.group(job)
+            self._heads = None
             members = self._groups.get(g)
             if members is None:
                 self._groups[g] = [entry]
@@ -146,6 +151,7 @@ class JobQueue:
             g = self._group_of.pop(job_id)
             members = self._groups[g]
             if members[0][1] == token:  # its group's head: drop the stale entries that lead it
+                self._heads = None
                 k = self._first_live(members)
                 if k < len(members):
                     self._groups[g] = members[k:]  # a new list: a walk in progress keeps its own
@@ -158,6 +164,17 @@ class JobQueue:
                 for e in self._entries:
                     groups.setdefault(self._group_of[e[2].id], []).append(e)
                 self._groups = groups
+                self._heads = None
+
+    def _walk_heads(self) -> tuple[list, list]:
+        """The group lists and a heap of (head entry, group index, 0), for GroupedWalk (shared:
+        a walk copies the heap)."""
+        if self._heads is None:
+            lists = list(self._groups.values())
+            heap = [(members[0], gi, 0) for gi, members in enumerate(lists)]
+            heapq.heapify(heap)
+            self._heads = (lists, heap)
+        return self._heads
 
     def _first_live(self, entries: list[tuple[tuple, int, Job]]) -> int:
         """Index of the first queued job's entry after a departed head (len(entries) if none)."""
@@ -225,6 +242,12 @@ class PlainWalk:
     def set_aside(self, for_pass: bool = False) -> None:
         pass
 
+    def set_aside_tenant(self, tenant: str) -> None:
+        pass
+
+    def set_aside_larger(self, gpus: int) -> None:
+        pass
+
     def changed(self) -> None:
         pass
 
@@ -244,14 +267,15 @@ class GroupedWalk:
 
     def __init__(self, queue: JobQueue, always: Collection[str] = ()):
         self._queue = queue
-        self._lists = list(queue._groups.values())  # snapshots: pushes during the walk copy
+        lists, heads = queue._walk_heads()
+        self._lists = lists  # snapshots: a push or a head's removal during the walk makes new lists
         self._always = frozenset(j for j in always if j in queue._entry)
-        self._heap: list[tuple[tuple[tuple, int, Job], int, int]] = [
-            (members[0], gi, 0) for gi, members in enumerate(self._lists) if members
-        ]
-        self._heap += [(queue._entry[j], -1, 0) for j in self._always]
-        heapq.heapify(self._heap)
+        self._heap: list[tuple[tuple[tuple, int, Job], int, int]] = list(heads)
+        for j in self._always:
+            heapq.heappush(self._heap, (queue._entry[j], -1, 0))
         self._dead: list[tuple[int, int]] = []  # (group, next index) set aside until a change
+        self._tenants_aside: set[str] = set()  # every group of these set aside for the walk
+        self._gpus_aside = math.inf  # and every group of jobs larger than this
         self._aside = 0  # 1: set aside until a change, 2: for the walk
         self._changed = False
 
@@ -261,8 +285,25 @@ class GroupedWalk:
     def changed(self) -> None:
         self._changed = True
 
+    def set_aside_tenant(self, tenant: str) -> None:
+        """Set aside, for the rest of the walk, every group of `tenant`'s jobs (those in `always`
+        are still yielded): cheaper than visiting each group to set it aside. Only for a queue
+        whose groups each hold one tenant's jobs (`tenant_group`, `dynamic_group`)."""
+        self._tenants_aside.add(tenant)
+        if self._queue._tenants.keys() <= self._tenants_aside:  # all of them: only `always` is left
+            self._heap[:] = [item for item in self._heap if item[1] < 0]
+            heapq.heapify(self._heap)
+            self._dead.clear()
+
+    def set_aside_larger(self, gpus: int) -> None:
+        """Set aside, for the rest of the walk, every group of jobs of more than `gpus` GPUs (those
+        in `always` are still yielded). Only for a queue whose groups each hold jobs of one size
+        (`dynamic_group`)."""
+        self._gpus_aside = min(self._gpus_aside, gpus)
+
     def __iter__(self) -> Iterator[Job]:
         queue, heap, lists, always, dead = self._queue, self._heap, self._lists, self._always, self._dead
+        tenants_aside = self._tenants_aside
         live = queue._token.get
         push, pop = heapq.heappush, heapq.heappop
         queue._walks += 1
@@ -271,6 +312,10 @@ class GroupedWalk:
                 entry, gi, i = pop(heap)
                 job = entry[2]
                 members = lists[gi] if gi >= 0 else None
+                if members is not None and (  # its whole group (one tenant's jobs, of one size)
+                    job.spec.gpus > self._gpus_aside or tenants_aside and job.spec.tenant in tenants_aside
+                ):
+                    continue
                 if members is not None and job.id in always or live(job.id) != entry[1]:
                     if members is not None and i + 1 < len(members):
                         push(heap, (members[i + 1], gi, i + 1))

@@ -78,8 +78,8 @@ def admit_in_order(s: Scheduler, now: float, *, per_tenant: bool, respect_quota:
     """Strict head-of-line order: the first job that cannot start blocks everything behind
     it (in its tenant's line when `per_tenant`, else the whole queue). No backfill.
 
-    A queue grouped by tenant (`tenant_group`) lets the walk set a blocked tenant's line
-    aside for the pass: its later jobs are never visited (they would only be skipped)."""
+    A grouped queue (`tenant_group`) lets the walk set a blocked tenant's line aside for the
+    pass: its later jobs are never visited (they would only be skipped)."""
     blocked: set[str] = set()
     walk = s.queue.walk()
     for job in walk:
@@ -97,7 +97,7 @@ def admit_in_order(s: Scheduler, now: float, *, per_tenant: bool, respect_quota:
             if not per_tenant:
                 return
             blocked.add(job.tenant)
-            walk.set_aside(for_pass=True)  # a blocked tenant stays blocked for the pass
+            walk.set_aside_tenant(job.tenant)  # a blocked tenant stays blocked for the pass
             continue
         s.admit(job, alloc, borrowed=False, now=now)
 

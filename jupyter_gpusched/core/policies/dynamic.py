@@ -66,6 +66,10 @@ class DynamicPolicy(Policy):
         # the answer depends only on the estimate, so a pass computes it once per estimate
         self._excluded_memo: tuple = (None, None, set(), {})
         self._blocked_new: dict[str, int] = {}
+        # tenant -> (size, interactive) -> Admission: most visits only classify a job and move on, so
+        # a verdict is kept for the pass until a usage changes (a start clears its tenant's, a
+        # reclaim or pause all)
+        self._verdicts: dict[str, dict[tuple[int, bool], Admission]] = {}
         self._pass_pausable: list[Job] = []
 
     def queue_key(self, config):
@@ -89,6 +93,7 @@ class DynamicPolicy(Policy):
         self._made = {jid: t for jid, t in self._made.items() if jid in self._reservations}
         self._shadow = self._shadows(s, now)  # reserved node -> (owner job id, earliest start there)
         self._blocked_new = {}  # tenant -> smallest of its unstarted jobs left waiting
+        self._verdicts = {}
         # runs that could be paused in this pass: no run started within it can be (it pauses
         # only after an aging interval), so each walk re-checks just these
         self._pass_pausable = (
@@ -139,37 +144,56 @@ class DynamicPolicy(Policy):
         line = TenantLine()  # held: tenants whose older job waits for their own quota to drain
         reclaim_failed = INF
         pause_failed: dict[tuple[str, int], int] = {}  # (tenant, class) -> smallest job no pause made room for
+        pause_room: dict[str | None, int] | None = None  # `_pause_room`, until a reclaim or pause frees GPUs
         # the pass's pausable runs that no walk has paused yet
         pausable = [v for v in self._pass_pausable if v.id in s.active and self._could_pause(s, v, now)]
         borrow_phase = phase is Admission.BORROW
         if not pausable and _full(s, borrow_phase, reclaim_failed):
             return set(), owners_waiting  # the walk would stop at its first job (see the loop)
-        # Most jobs in a long queue are only classified and skipped; the verdict for a
-        # (tenant, size) is reused until a usage changes (admit / reclaim clear it).
-        verdicts: dict[tuple[str, int, bool], Admission] = {}
+        verdicts = self._verdicts
         usable_free: dict[tuple, int] = {}  # (preemptible, gpu type) -> free GPUs it may use
         classify = s.ledger.classify
         quota_holders = {name for name, t in s.ledger.tenants.items() if t.quota > 0}
+        terms: dict[str, tuple[int, bool]] = {}  # tenant -> (quota, another tenant holds a quota)
         # The queue is grouped by what a visit reads of a job (queue_group): a job whose visit
         # changes nothing sets its group aside until something changes (walk.changed), so a
         # pass visits only the jobs that could act, not the whole queue (issue 12, fault 8).
         # Only reservation owners are visited whatever their group does.
         walk = s.queue.walk(always=self._reservations)
+        full, stale = False, True  # `_full`, recomputed only after what can change it (stale)
+        # A borrow walk with nothing to pause and no reservation to give (all are given) does
+        # nothing for a job larger than the free GPUs (no reclaim here; starts only lower them),
+        # once every reservation owner has been visited (an owner's visit may let go of its
+        # reservation, and reads what the jobs before it did): such jobs are not visited.
+        size_aside = False
+        owners_left = None
+        if borrow_phase and not pausable and len(self._reservations) >= s.config.max_reservations:
+            owners_left = {jid for jid in self._reservations if jid in s.queue}
         for job in walk:
+            if owners_left:
+                owners_left.discard(job.id)
+            elif owners_left is not None:  # the last owner was visited before this job
+                owners_left = None
+                if len(self._reservations) >= s.config.max_reservations:
+                    size_aside = True
+                    walk.set_aside_larger(cluster.free_gpus)
             # Nothing left to place or reclaim: only a pause could start a job (the walk goes on
             # for that alone, and does nothing else a full cluster's walk would not have done).
-            full = _full(s, borrow_phase, reclaim_failed)
+            if stale:
+                full, stale = _full(s, borrow_phase, reclaim_failed), False
             if full and not pausable:
                 break
             spec = job.spec
             g, tenant, interactive = spec.gpus, spec.tenant, spec.interactive
-            # an interactive request over its tenant's interactive cap blocks only the tenant's other ones
-            if g >= tenant_blocked.get((tenant, interactive), INF) or line.held(tenant):
-                walk.set_aside(for_pass=True)  # neither is undone within a walk
+            # an interactive request over its tenant's interactive cap blocks only the tenant's other
+            # ones; a held tenant (line.hold) is blocked from 0 GPUs. Neither is undone within a walk.
+            if g >= tenant_blocked.get((tenant, interactive), INF):
+                walk.set_aside(for_pass=True)
                 continue
-            admission = verdicts.get((tenant, g, interactive))
+            tenant_verdicts = verdicts.get(tenant) or verdicts.setdefault(tenant, {})
+            admission = tenant_verdicts.get((g, interactive))
             if admission is None:
-                admission = verdicts[(tenant, g, interactive)] = classify(tenant, g, interactive)
+                admission = tenant_verdicts[(g, interactive)] = classify(tenant, g, interactive)
             if admission is Admission.OVER_LIMIT:
                 tenant_blocked[(tenant, interactive)] = g
                 if not interactive:  # past its limit: past its (smaller) interactive limit too
@@ -191,11 +215,16 @@ class DynamicPolicy(Policy):
                     # Its tenant's newer jobs may not take that quota first: a stream of small
                     # ones would pass it forever, whatever aging says (see the rules above).
                     line.hold(tenant)
+                    tenant_blocked[(tenant, False)] = tenant_blocked[(tenant, True)] = 0
+                    walk.set_aside_tenant(tenant)
                 walk.set_aside()  # until a start or reclaim changes its verdict
                 continue
             # A job past its tenant's whole quota can only borrow, and other tenants' quota
             # jobs may take its GPUs back whenever they come (the livelock of issue 12).
-            beyond_quota = g > s.ledger.tenant(tenant).quota and bool(quota_holders - {tenant})
+            quota, others_hold = terms.get(tenant) or terms.setdefault(
+                tenant, (s.ledger.tenant(tenant).quota, bool(quota_holders - {tenant}))
+            )
+            beyond_quota = g > quota and others_hold
             if beyond_quota and (len(owners_waiting) > 1 or (owners_waiting and tenant not in owners_waiting)):
                 walk.set_aside(for_pass=True)  # owners_waiting only grows within a walk
                 continue  # it can only borrow, and would be reclaimed at once: wait for a free window
@@ -217,24 +246,31 @@ class DynamicPolicy(Policy):
             if alloc is None and phase is Admission.WITHIN_QUOTA and g < reclaim_failed and s.borrowers:
                 if exclude is None:
                     exclude = self._excluded(job, now)
+                stale = True
                 if self._reclaim(s, job, now, exclude):
                     walk.changed()
                     verdicts.clear()
                     usable_free.clear()
                     capacity_failed.clear()
+                    pause_room = None
                     alloc = s.place(job, exclude)
                 else:
                     reclaim_failed = g
             paused = False
             if alloc is None and pausable and self._may_pause_for(job, pause_failed):
-                if exclude is None:
+                if exclude is None:  # (kept_off below reads it, as when the pause is tried)
                     exclude = self._excluded(job, now)
-                paused = self._pause(s, job, now, exclude, pausable)
+                if pause_room is None:
+                    pause_room = _pause_room(s, pausable)
+                if g <= pause_room.get(tenant, pause_room[None]):
+                    paused = self._pause(s, job, now, exclude, pausable)
                 if paused:
+                    stale = True
                     walk.changed()
                     verdicts.clear()
                     usable_free.clear()
                     capacity_failed.clear()
+                    pause_room = None
                     alloc = s.place(job, exclude)
                     # the paused run was its own tenant's: it may now be within quota
                     admission = classify(tenant, g, interactive)
@@ -242,13 +278,16 @@ class DynamicPolicy(Policy):
                     pause_failed[(tenant, int(effective_priority(job)))] = g
             if alloc is not None:
                 s.admit(job, alloc, borrowed=admission is Admission.BORROW, now=now)
+                stale = True
                 walk.changed()
-                verdicts.clear()
+                verdicts.pop(tenant, None)  # a start charges only its own tenant
                 usable_free.clear()
                 if self._reservations.pop(job.id, None):
                     self._shadow = self._shadows(s, now)
                     if kept_off and may_restart:
                         return _Again.RESERVATION
+                if size_aside:
+                    walk.set_aside_larger(cluster.free_gpus)
                 if paused and cluster.free_gpus:
                     # the rest of what it freed goes to the jobs before it first (aging order), the
                     # ones a grouped walk did not visit this pass too
@@ -492,6 +531,29 @@ class DynamicPolicy(Policy):
         for v in best[1]:
             s.preempt(v.id, now, f"borrowed GPUs reclaimed for tenant {job.tenant!r}")
         return True
+
+
+def _pause_room(s: Scheduler, pausable: list[Job]) -> dict[str | None, int]:
+    """Tenant -> the most GPUs pausing could free on one node for its jobs (None: for a tenant
+    with no pausable run of its own): free GPUs plus the single-node pausable runs there that are
+    its own or borrowing. A bound on what `_pause` finds (it also asks the class, the pools and
+    the excluded nodes): a job larger than it need not look. Starts within the walk only lower it."""
+    base: dict[str, int] = {}  # node -> free + pausable borrowers there
+    own: dict[tuple[str, str], int] = {}  # (node, tenant) -> its pausable runs there that do not borrow
+    for v in pausable:
+        if v.id not in s.active or len(v.allocation) != 1:
+            continue
+        node = v.allocation[0][0]
+        if node not in base:
+            base[node] = s.cluster.free_on(node)
+        if v.borrowed:
+            base[node] += v.gpus
+        else:
+            own[(node, v.tenant)] = own.get((node, v.tenant), 0) + v.gpus
+    room: dict[str | None, int] = {None: max(base.values(), default=0)}
+    for (node, tenant), gpus in own.items():
+        room[tenant] = max(room.get(tenant, room[None]), base[node] + gpus)
+    return room
 
 
 def _full(s: Scheduler, borrow_phase: bool, reclaim_failed: float) -> bool:
