@@ -186,9 +186,9 @@ class DynamicPolicy(Policy):
             spec = job.spec
             g, tenant, interactive = spec.gpus, spec.tenant, spec.interactive
             # an interactive request over its tenant's interactive cap blocks only the tenant's other
-            # ones; a held tenant (line.hold) is blocked from 0 GPUs. Neither is undone within a walk.
-            if g >= tenant_blocked.get((tenant, interactive), INF):
-                walk.set_aside(for_pass=True)
+            # ones; a held tenant's groups are set aside (only its reservation owners come here)
+            if g >= tenant_blocked.get((tenant, interactive), INF) or line.held(tenant):
+                walk.set_aside(for_pass=True)  # neither is undone within a walk
                 continue
             tenant_verdicts = verdicts.get(tenant) or verdicts.setdefault(tenant, {})
             admission = tenant_verdicts.get((g, interactive))
@@ -215,7 +215,6 @@ class DynamicPolicy(Policy):
                     # Its tenant's newer jobs may not take that quota first: a stream of small
                     # ones would pass it forever, whatever aging says (see the rules above).
                     line.hold(tenant)
-                    tenant_blocked[(tenant, False)] = tenant_blocked[(tenant, True)] = 0
                     walk.set_aside_tenant(tenant)
                 walk.set_aside()  # until a start or reclaim changes its verdict
                 continue
