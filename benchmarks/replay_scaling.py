@@ -3,6 +3,7 @@
 A synthetic loaded workload: 4 tenants (quota 16 each) on 8 nodes x 8 GPUs, Poisson
 arrivals at `--load` of capacity, 1-16 GPUs (mostly small), log-normal durations, priorities
 20/50/30 high/normal/low, normal and low preemptible with checkpoints every 30 min. The
+`spot-hybrid` runs on its own pools (`pools`). The
 same generator (seeded) at each size, so a longer run is the same process for longer and
 the queue gets longer. Prints each policy's CPU time per size (CPU, not wall: steadier on a
 shared machine) and the growth exponent log(t2 / t1) / log(n2 / n1) between consecutive
@@ -27,6 +28,7 @@ import random
 import time
 
 from jupyter_gpusched.core.model import NodeSpec, Priority, Tenant
+from jupyter_gpusched.sim.config import Lifetime
 from jupyter_gpusched.sim.engine import CheckpointModel, PoolConfig, SimJob, Simulation
 from jupyter_gpusched.sim.metrics import summarize
 from jupyter_gpusched.sim.report import run_policy
@@ -36,6 +38,21 @@ from jupyter_gpusched.sim.traces import TraceJob
 
 NODES, GPUS = 8, 8
 TENANTS = [Tenant(f"t{i}", 16) for i in range(4)]
+
+
+def pools(policy: str) -> list[PoolConfig]:
+    """The 8 on-demand nodes; for `spot-hybrid`, as in the built-in scenarios, half of them on
+    demand and up to as many spot nodes bought as needed (lifetimes 12 h on average, 30 min to
+    24 h), so its spot side (moves, scaling, interruptions) is part of what is timed."""
+
+    def od(n: int) -> PoolConfig:
+        return PoolConfig("od", tuple(NodeSpec(f"od-{i}", GPUS, "od") for i in range(n)), 3.0, gpus_per_node=GPUS)
+
+    if policy != "spot-hybrid":
+        return [od(NODES)]
+    life = Lifetime("exponential", mean_s=43200, min_s=1800, max_s=86400)
+    spot = PoolConfig("spot", (), 0.9, spot=True, lifetime=life, gpus_per_node=GPUS, max_nodes=NODES - NODES // 2)
+    return [od(NODES // 2), spot]
 
 
 def workload(n: int, load: float, seed: int = 7) -> list[SimJob]:
@@ -71,10 +88,9 @@ def scenario(name: str, policies: list[str]) -> None:
 
 
 def quality(n: int, load: float, policies: list[str]) -> None:
-    pool = PoolConfig("od", tuple(NodeSpec(f"od-{i}", GPUS, "od") for i in range(NODES)), 3.0, gpus_per_node=GPUS)
     ck = CheckpointModel(interval_s=1800, cost_s=30, restore_s=60, applies_to="preemptible")
     for pol in policies:
-        res = Simulation(workload(n, load), [pool], TENANTS, pol, checkpoint=ck).run()
+        res = Simulation(workload(n, load), pools(pol), TENANTS, pol, checkpoint=ck).run()
         s = summarize(res)
         print(
             f"{pol:10} util {s['utilization']:.3f} avgJCT_h {s['avg_jct_s'] / 3600:.2f} "
@@ -87,7 +103,7 @@ def quality(n: int, load: float, policies: list[str]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="5000,20000")
-    ap.add_argument("--policies", default="fifo,static,dynamic,tiresias,srpt")
+    ap.add_argument("--policies", default="fifo,static,dynamic,spot-hybrid,tiresias,srpt")
     ap.add_argument("--load", type=float, default=0.9)
     ap.add_argument("--quality", type=int, metavar="N", help="instead: the schedule's figures for N jobs")
     ap.add_argument("--scenario", metavar="NAME", help="instead: one replay of a built-in scenario per policy")
@@ -97,14 +113,13 @@ def main() -> None:
     if args.quality:
         return quality(args.quality, args.load, args.policies.split(","))
     sizes = [int(x) for x in args.sizes.split(",")]
-    pool = PoolConfig("od", tuple(NodeSpec(f"od-{i}", GPUS, "od") for i in range(NODES)), 3.0, gpus_per_node=GPUS)
     ck = CheckpointModel(interval_s=1800, cost_s=30, restore_s=60, applies_to="preemptible")
     print(f"load {args.load}, {NODES} x {GPUS} GPUs; CPU seconds per size, growth exponent between sizes")
     print(f"{'policy':<10} " + " ".join(f"{n:>9}" for n in sizes) + "  exponent  max queue")
     for pol in args.policies.split(","):
         walls, maxq = [], 0
         for n in sizes:
-            sim = Simulation(workload(n, args.load), [pool], TENANTS, pol, checkpoint=ck)
+            sim = Simulation(workload(n, args.load), pools(pol), TENANTS, pol, checkpoint=ck)
             t0 = time.process_time()
             res = sim.run()
             walls.append(time.process_time() - t0)

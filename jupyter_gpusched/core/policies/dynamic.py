@@ -97,7 +97,16 @@ class DynamicPolicy(Policy):
         # runs that could be paused in this pass: no run started within it can be (it pauses
         # only after an aging interval), so each walk re-checks just these
         self._pass_pausable = (
-            [v for v in s.active.values() if self._could_pause(s, v, now)] if s.config.pause_long_runs else []
+            [
+                v
+                for v in s.active.values()
+                # (most runs are not within a pause's grace of a checkpoint: that test first, inline)
+                if v.last_checkpoint_at is not None
+                and now - v.last_checkpoint_at <= PAUSE_GRACE_S
+                and self._could_pause(s, v, now)
+            ]
+            if s.config.pause_long_runs
+            else []
         )
         # Guaranteed shares first, then burst: a job that must borrow is only considered
         # after every job within its quota, so a pass never lends GPUs it reclaims at once.
@@ -161,13 +170,14 @@ class DynamicPolicy(Policy):
         # Only reservation owners are visited whatever their group does.
         walk = s.queue.walk(always=self._reservations)
         full, stale = False, True  # `_full`, recomputed only after what can change it (stale)
-        # A borrow walk with nothing to pause and no reservation to give (all are given) does
-        # nothing for a job larger than the free GPUs (no reclaim here; starts only lower them),
-        # once every reservation owner has been visited (an owner's visit may let go of its
-        # reservation, and reads what the jobs before it did): such jobs are not visited.
+        # A borrow walk with no reservation to give (all are given) does nothing for a job
+        # larger than both the free GPUs and the room pausing could make (`_pause_room`): there
+        # is no reclaim here, and starts and pauses only lower both. Once every reservation
+        # owner has been visited (an owner's visit may let go of its reservation, and reads
+        # what the jobs before it did), such jobs are not visited.
         size_aside = False
         owners_left = None
-        if borrow_phase and not pausable and len(self._reservations) >= s.config.max_reservations:
+        if borrow_phase and len(self._reservations) >= s.config.max_reservations:
             owners_left = {jid for jid in self._reservations if jid in s.queue}
         for job in walk:
             if owners_left:
@@ -176,7 +186,9 @@ class DynamicPolicy(Policy):
                 owners_left = None
                 if len(self._reservations) >= s.config.max_reservations:
                     size_aside = True
-                    walk.set_aside_larger(cluster.free_gpus)
+                    if pausable and pause_room is None:
+                        pause_room = _pause_room(s, pausable)
+                    walk.set_aside_larger(_startable(cluster.free_gpus, pause_room if pausable else None))
             # Nothing left to place or reclaim: only a pause could start a job (the walk goes on
             # for that alone, and does nothing else a full cluster's walk would not have done).
             if stale:
@@ -257,12 +269,12 @@ class DynamicPolicy(Policy):
                     reclaim_failed = g
             paused = False
             if alloc is None and pausable and self._may_pause_for(job, pause_failed):
-                if exclude is None:  # (kept_off below reads it, as when the pause is tried)
-                    exclude = self._excluded(job, now)
                 if pause_room is None:
                     pause_room = _pause_room(s, pausable)
                 if g <= pause_room.get(tenant, pause_room[None]):
-                    paused = self._pause(s, job, now, exclude, pausable)
+                    # (kept off held nodes, `kept_off` below, counts placements and reclaims only)
+                    pause_exclude = self._excluded(job, now) if exclude is None else exclude
+                    paused = self._pause(s, job, now, pause_exclude, pausable)
                 if paused:
                     stale = True
                     walk.changed()
@@ -270,7 +282,7 @@ class DynamicPolicy(Policy):
                     usable_free.clear()
                     capacity_failed.clear()
                     pause_room = None
-                    alloc = s.place(job, exclude)
+                    alloc = s.place(job, pause_exclude)
                     # the paused run was its own tenant's: it may now be within quota
                     admission = classify(tenant, g, interactive)
                 else:
@@ -286,7 +298,9 @@ class DynamicPolicy(Policy):
                     if kept_off and may_restart:
                         return _Again.RESERVATION
                 if size_aside:
-                    walk.set_aside_larger(cluster.free_gpus)
+                    if pausable and pause_room is None:
+                        pause_room = _pause_room(s, pausable)
+                    walk.set_aside_larger(_startable(cluster.free_gpus, pause_room if pausable else None))
                 if paused and cluster.free_gpus:
                     # the rest of what it freed goes to the jobs before it first (aging order), the
                     # ones a grouped walk did not visit this pass too
@@ -553,6 +567,12 @@ def _pause_room(s: Scheduler, pausable: list[Job]) -> dict[str | None, int]:
     for (node, tenant), gpus in own.items():
         room[tenant] = max(room.get(tenant, room[None]), base[node] + gpus)
     return room
+
+
+def _startable(free_gpus: int, pause_room: dict[str | None, int] | None) -> int:
+    """The largest job a borrow walk could still start: on the free GPUs, or on the room
+    pausing could make for some tenant (None: nothing to pause)."""
+    return max(free_gpus, *pause_room.values()) if pause_room else free_gpus
 
 
 def _full(s: Scheduler, borrow_phase: bool, reclaim_failed: float) -> bool:

@@ -158,24 +158,26 @@ class SpotHybridPolicy(DynamicPolicy):
     def _make_room_on_demand(self, s: Scheduler, now: float) -> int:
         """Move preemptible jobs off on-demand nodes for waiting jobs that need those.
         Returns the spot GPUs it would still need to move more."""
-        cluster = s.cluster
-        spot_free, largest_hole = self._spot_free(s)
-        movable: dict[str, list[Job]] = {}  # on-demand node -> preemptible checkpointing jobs on it
-        for j in s.active.values():
-            if not j.spec.preemptible or j.spec.checkpoint_interval is None or len(j.allocation) != 1:
-                continue
-            node = j.allocation[0][0]
-            if node in cluster and not cluster.pools[cluster.pool_of(node)].spot:
-                movable.setdefault(node, []).append(j)
-        if not movable:
+        # Room is made only for jobs that may not run on spot: none queued, nothing to do.
+        # Only their tenants' lines matter (below), so only those tenants' jobs are visited.
+        stuck = {job.tenant for job in s.queue if not job.spec.preemptible}
+        if not stuck:
             return 0
+        cluster = s.cluster
+        movable: dict[str, list[Job]] | None = None  # on-demand node -> preemptible checkpointing jobs on it
         wanted = 0
         # Room is made in aged order, and never for a job that would pass an older job of
         # its tenant waiting for the same GPUs (queues.TenantLine): the older one keeps its turn.
         line = TenantLine()
+        kinds: dict[tuple[bool, str | None], frozenset[str]] = {}  # (preemptible, GPU type) -> its pools
         for job in s.queue:
             g, tenant = job.gpus, job.tenant
-            pools = frozenset(p for group in s.pool_choices(job.spec) for p in group)
+            if tenant not in stuck:
+                continue
+            kind = (job.spec.preemptible, job.spec.gpu_type)
+            pools = kinds.get(kind)
+            if pools is None:
+                pools = kinds[kind] = frozenset(p for group in s.pool_choices(job.spec) for p in group)
             exclude = self._excluded(job, now)
             if job.spec.preemptible or not line.may_pass(tenant, g, pools, exclude):
                 line.wait(tenant, g, pools, exclude)
@@ -185,6 +187,11 @@ class SpotHybridPolicy(DynamicPolicy):
                 # over its limit, or dynamic left it waiting for another reason (its turn)
                 line.wait(tenant, g, pools, exclude)
                 continue
+            if movable is None:  # first needed here: most passes have no job that gets this far
+                movable = _movable(s)
+                if not movable:
+                    return 0
+                spot_free, largest_hole = self._spot_free(s)
             if g > cluster.max_node_gpus(pools):
                 best = self._clear_nodes(s, movable, pools, exclude, g, now)  # a multi-node job
             else:
@@ -264,8 +271,15 @@ class SpotHybridPolicy(DynamicPolicy):
                     idle_kept += 1
         spec = cluster.pools[pool]
         need = moved_need
+        over: dict[tuple[str, int], bool] = {}  # (tenant, GPUs) -> over its limit (nothing changes here)
         for job in s.queue:
-            if job.spec.preemptible and s.ledger.classify(job.tenant, job.gpus) is not Admission.OVER_LIMIT:
+            if not job.spec.preemptible:
+                continue
+            key = (job.tenant, job.gpus)
+            blocked = over.get(key)
+            if blocked is None:
+                blocked = over[key] = s.ledger.classify(*key) is Admission.OVER_LIMIT
+            if not blocked:
                 need += job.gpus
         size = spec.node_gpus or max(sizes, default=self.node_gpus)  # the nodes the driver adds
         want = max(busy + idle_kept + math.ceil(need / size), spec.min_nodes)
@@ -274,6 +288,19 @@ class SpotHybridPolicy(DynamicPolicy):
         if need > 0 or want != self._target.get(pool):
             self._target[pool] = want
             s.scale(pool, want, "preemptible work waiting" if need > 0 else "idle spot nodes given back")
+
+
+def _movable(s: Scheduler) -> dict[str, list[Job]]:
+    """On-demand node -> the preemptible, checkpointing single-node runs on it."""
+    cluster = s.cluster
+    movable: dict[str, list[Job]] = {}
+    for j in s.active.values():
+        if not j.spec.preemptible or j.spec.checkpoint_interval is None or len(j.allocation) != 1:
+            continue
+        node = j.allocation[0][0]
+        if node in cluster and not cluster.pools[cluster.pool_of(node)].spot:
+            movable.setdefault(node, []).append(j)
+    return movable
 
 
 def _make_room(free: int, jobs: list[Job], need: int, now: float) -> tuple[tuple[int, float], list[Job]] | None:
