@@ -158,11 +158,6 @@ class SpotHybridPolicy(DynamicPolicy):
     def _make_room_on_demand(self, s: Scheduler, now: float) -> int:
         """Move preemptible jobs off on-demand nodes for waiting jobs that need those.
         Returns the spot GPUs it would still need to move more."""
-        # Room is made only for jobs that may not run on spot: none queued, nothing to do.
-        # Only their tenants' lines matter (below), so only those tenants' jobs are visited.
-        stuck = {job.tenant for job in s.queue if not job.spec.preemptible}
-        if not stuck:
-            return 0
         cluster = s.cluster
         movable: dict[str, list[Job]] | None = None  # on-demand node -> preemptible checkpointing jobs on it
         wanted = 0
@@ -170,10 +165,18 @@ class SpotHybridPolicy(DynamicPolicy):
         # its tenant waiting for the same GPUs (queues.TenantLine): the older one keeps its turn.
         line = TenantLine()
         kinds: dict[tuple[bool, str | None], frozenset[str]] = {}  # (preemptible, GPU type) -> its pools
+        # Room is made only for jobs that may not run on spot; a preemptible job only waits in its
+        # tenant's line. One alike in what that reads (GPU type, estimate, not a reservation owner)
+        # and no smaller than one already in line changes nothing there: it is passed over.
+        in_line: dict[tuple[str, str | None, float | None], int] = {}
+        owners = self._reservations
         for job in s.queue:
             g, tenant = job.gpus, job.tenant
-            if tenant not in stuck:
-                continue
+            if job.spec.preemptible and job.id not in owners:
+                alike = (tenant, job.spec.gpu_type, job.spec.runtime_estimate)
+                if g >= in_line.get(alike, math.inf):
+                    continue
+                in_line[alike] = g
             kind = (job.spec.preemptible, job.spec.gpu_type)
             pools = kinds.get(kind)
             if pools is None:
