@@ -1,5 +1,5 @@
 """The grouped queue walk (issue 12, fault 8) decides exactly what the plain walk does, in
-`dynamic`, `static` and `tiresias`.
+`dynamic`, `spot-hybrid`, `static` and `tiresias`.
 
 The plain walk visits every queued job; the grouped walk (JobQueue.walk with the policy's
 queue_group) skips the jobs of a group whose last visit changed nothing, until something
@@ -18,10 +18,12 @@ import pytest
 from jupyter_gpusched.core.model import Job, JobSpec, NodeSpec, Priority, Tenant
 from jupyter_gpusched.core.policies import dynamic as dynamic_module
 from jupyter_gpusched.core.policies.dynamic import DynamicPolicy, dynamic_group
+from jupyter_gpusched.core.policies.spot_hybrid import SpotHybridPolicy
 from jupyter_gpusched.core.policies.static import StaticPolicy
 from jupyter_gpusched.core.policies.tiresias import TiresiasPolicy
 from jupyter_gpusched.core.queues import JobQueue, fifo_key
 from jupyter_gpusched.core.scheduler import SchedulerConfig
+from jupyter_gpusched.sim.config import Lifetime
 from jupyter_gpusched.sim.engine import CheckpointModel, PoolConfig, SimJob, Simulation
 from jupyter_gpusched.sim.traces import TraceJob
 
@@ -32,6 +34,23 @@ TENANTS = [Tenant("a", 16), Tenant("b", 16, burst=8), Tenant("c", 8), Tenant("d"
 class PlainDynamic(DynamicPolicy):
     """The reference: the same pass over every queued job."""
 
+    def queue_group(self):
+        return None
+
+
+class SpotHybridWanted(SpotHybridPolicy):
+    """Records what each pass's make-room walk asked of the spot pool (GPUs to move)."""
+
+    def __init__(self):
+        super().__init__()
+        self.wanted: list[int] = []
+
+    def _make_room_on_demand(self, s, now):
+        self.wanted.append(super()._make_room_on_demand(s, now))
+        return self.wanted[-1]
+
+
+class PlainSpotHybrid(SpotHybridWanted):
     def queue_group(self):
         return None
 
@@ -60,11 +79,14 @@ def _workload(n: int, seed: int) -> list[SimJob]:
     return jobs
 
 
-def _replay(policy, estimates: str, seed: int, reservations: int) -> tuple[list[tuple], int]:
+def _replay(policy, estimates: str, seed: int, reservations: int, spot: bool = False) -> tuple[list[tuple], int]:
     pools = [
-        PoolConfig("od", tuple(NodeSpec(f"od-{i}", 8, "od") for i in range(6)), 3.0, gpus_per_node=8),
+        PoolConfig("od", tuple(NodeSpec(f"od-{i}", 8, "od") for i in range(3 if spot else 6)), 3.0, gpus_per_node=8),
         PoolConfig("big", tuple(NodeSpec(f"big-{i}", 16, "big") for i in range(1)), 3.0, gpus_per_node=16),
     ]
+    if spot:  # half the 8-GPU nodes on spot, bought as needed (spot-hybrid's make-room walk and sizing)
+        life = Lifetime("exponential", mean_s=6 * 3600, min_s=1800, max_s=86400)
+        pools.append(PoolConfig("spot", (), 0.9, spot=True, lifetime=life, gpus_per_node=8, max_nodes=3))
     ck = CheckpointModel(interval_s=1800, cost_s=30, restore_s=60, applies_to="preemptible")
     sim = Simulation(
         _workload(700, seed), pools, TENANTS, policy, checkpoint=ck, estimates=estimates,
@@ -84,6 +106,18 @@ def test_grouped_walk_schedules_exactly_as_the_plain_walk(estimates, seed, reser
     assert grouped == plain and passes == plain_passes
     # the workload is loaded enough to matter: jobs wait, some are preempted, all end
     assert sum(1 for r in plain if r[1] is not None and r[1] > 0) > 0
+    assert any(r[4] for r in plain) and all(r[2] is not None for r in plain)
+
+
+@pytest.mark.parametrize(("estimates", "seed"), [("none", 1), ("learned", 2), ("exact", 3)])
+def test_spot_hybrid_grouped_walks_schedule_exactly_as_the_plain_walk(estimates, seed):
+    # its own make-room walk sets groups aside as well as dynamic's walks
+    grouped_policy, plain_policy = SpotHybridWanted(), PlainSpotHybrid()
+    grouped, passes = _replay(grouped_policy, estimates, seed, 1, spot=True)
+    plain, plain_passes = _replay(plain_policy, estimates, seed, 1, spot=True)
+    assert grouped == plain and passes == plain_passes
+    assert grouped_policy.wanted == plain_policy.wanted and sum(w > 0 for w in plain_policy.wanted) > 100
+    assert sum(1 for r in plain if r[1] is not None and r[1] > 0) > 100
     assert any(r[4] for r in plain) and all(r[2] is not None for r in plain)
 
 

@@ -90,7 +90,8 @@ class JobQueue:
         self._next_token = 0
         self._walks = 0  # iterations in progress: a push copies the list rather than change theirs
         self._tenants: dict[str, int] = {}  # tenant -> queued jobs
-        self._tenant_of: dict[str, str] = {}
+        self._kinds: dict[tuple[str, int, bool], int] = {}  # (tenant, GPUs, preemptible) -> queued jobs
+        self._kind_of: dict[str, tuple[str, int, bool]] = {}
         # (the group lists, a heap of their heads) for GroupedWalk: kept until a group list
         # changes, so the walks of passes that started nothing do not build it again
         self._heads: tuple[list, list] | None = None
@@ -107,8 +108,10 @@ class JobQueue:
         token = self._next_token
         self._next_token += 1
         self._token[job.id] = token
-        tenant = job.spec.tenant
-        self._tenant_of[job.id] = tenant
+        spec = job.spec
+        tenant = spec.tenant
+        kind = self._kind_of[job.id] = (tenant, spec.gpus, spec.preemptible)
+        self._kinds[kind] = self._kinds.get(kind, 0) + 1
         self._tenants[tenant] = self._tenants.get(tenant, 0) + 1
         if self._walks:
             self._entries = list(self._entries)
@@ -131,7 +134,12 @@ class JobQueue:
         token = self._token.pop(job_id, None)
         if token is None:
             return
-        tenant = self._tenant_of.pop(job_id)
+        kind = self._kind_of.pop(job_id)
+        if self._kinds[kind] > 1:
+            self._kinds[kind] -= 1
+        else:
+            del self._kinds[kind]
+        tenant = kind[0]
         left = self._tenants[tenant] - 1
         if left:
             self._tenants[tenant] = left
@@ -202,6 +210,11 @@ class JobQueue:
     def tenants(self) -> int:
         """How many tenants have jobs queued."""
         return len(self._tenants)
+
+    def kinds(self) -> dict[tuple[str, int, bool], int]:
+        """(tenant, GPUs, preemptible) -> how many such jobs are queued, kept as jobs come and go:
+        a pass can read the queue's demand without walking it. A copy."""
+        return dict(self._kinds)
 
     def has_tenant(self, tenant: str) -> bool:
         """Has `tenant` a job queued?"""

@@ -168,13 +168,17 @@ class SpotHybridPolicy(DynamicPolicy):
         # Room is made only for jobs that may not run on spot; a preemptible job only waits in its
         # tenant's line. One alike in what that reads (GPU type, estimate, not a reservation owner)
         # and no smaller than one already in line changes nothing there: it is passed over.
+        # Once a job waits in its tenant's line, the rest of its queue group (`dynamic_group`:
+        # alike, of one size) would only wait behind it: the group is set aside for the pass.
         in_line: dict[tuple[str, str | None, float | None], int] = {}
         owners = self._reservations
-        for job in s.queue:
+        walk = s.queue.walk(always=owners)
+        for job in walk:
             g, tenant = job.gpus, job.tenant
             if job.spec.preemptible and job.id not in owners:
                 alike = (tenant, job.spec.gpu_type, job.spec.runtime_estimate)
                 if g >= in_line.get(alike, math.inf):
+                    walk.set_aside(for_pass=True)
                     continue
                 in_line[alike] = g
             kind = (job.spec.preemptible, job.spec.gpu_type)
@@ -184,11 +188,13 @@ class SpotHybridPolicy(DynamicPolicy):
             exclude = self._excluded(job, now)
             if job.spec.preemptible or not line.may_pass(tenant, g, pools, exclude):
                 line.wait(tenant, g, pools, exclude)
+                walk.set_aside(for_pass=True)
                 continue
             admission = s.ledger.classify(tenant, g, job.spec.interactive)
             if admission is Admission.OVER_LIMIT or s.place(job, exclude) is not None:
                 # over its limit, or dynamic left it waiting for another reason (its turn)
                 line.wait(tenant, g, pools, exclude)
+                walk.set_aside(for_pass=True)
                 continue
             if movable is None:  # first needed here: most passes have no job that gets this far
                 movable = _movable(s)
@@ -207,11 +213,13 @@ class SpotHybridPolicy(DynamicPolicy):
                         best = (got[0], got[1], [node])
             if best is None:
                 line.wait(tenant, g, pools, exclude)
+                walk.set_aside(for_pass=True)
                 continue
             (moved, _), chosen, nodes = best
             if moved > spot_free or any(v.gpus > largest_hole for v in chosen):
                 wanted += moved  # spot must grow first
                 line.wait(tenant, g, pools, exclude)
+                walk.set_aside(for_pass=True)
                 continue
             for v in chosen:
                 s.preempt(v.id, now, f"moved to spot to free on-demand GPUs for {job.id}")
@@ -274,16 +282,9 @@ class SpotHybridPolicy(DynamicPolicy):
                     idle_kept += 1
         spec = cluster.pools[pool]
         need = moved_need
-        over: dict[tuple[str, int], bool] = {}  # (tenant, GPUs) -> over its limit (nothing changes here)
-        for job in s.queue:
-            if not job.spec.preemptible:
-                continue
-            key = (job.tenant, job.gpus)
-            blocked = over.get(key)
-            if blocked is None:
-                blocked = over[key] = s.ledger.classify(*key) is Admission.OVER_LIMIT
-            if not blocked:
-                need += job.gpus
+        for (tenant, gpus, preemptible), count in s.queue.kinds().items():
+            if preemptible and s.ledger.classify(tenant, gpus) is not Admission.OVER_LIMIT:
+                need += gpus * count
         size = spec.node_gpus or max(sizes, default=self.node_gpus)  # the nodes the driver adds
         want = max(busy + idle_kept + math.ceil(need / size), spec.min_nodes)
         if spec.max_nodes is not None:
