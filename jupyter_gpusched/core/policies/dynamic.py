@@ -177,6 +177,15 @@ class DynamicPolicy(Policy):
         # what the jobs before it did), such jobs are not visited.
         size_aside = False
         owners_left = None
+
+        def startable() -> int:  # the largest job the borrow walk could still start or pause for
+            nonlocal pause_room
+            if not pausable:
+                return cluster.free_gpus
+            if pause_room is None:
+                pause_room = _pause_room(s, pausable)
+            return max(cluster.free_gpus, *pause_room.values())
+
         if borrow_phase and len(self._reservations) >= s.config.max_reservations:
             owners_left = {jid for jid in self._reservations if jid in s.queue}
         for job in walk:
@@ -186,9 +195,7 @@ class DynamicPolicy(Policy):
                 owners_left = None
                 if len(self._reservations) >= s.config.max_reservations:
                     size_aside = True
-                    if pausable and pause_room is None:
-                        pause_room = _pause_room(s, pausable)
-                    walk.set_aside_larger(_startable(cluster.free_gpus, pause_room if pausable else None))
+                    walk.set_aside_larger(startable())
             # Nothing left to place or reclaim: only a pause could start a job (the walk goes on
             # for that alone, and does nothing else a full cluster's walk would not have done).
             if stale:
@@ -298,9 +305,7 @@ class DynamicPolicy(Policy):
                     if kept_off and may_restart:
                         return _Again.RESERVATION
                 if size_aside:
-                    if pausable and pause_room is None:
-                        pause_room = _pause_room(s, pausable)
-                    walk.set_aside_larger(_startable(cluster.free_gpus, pause_room if pausable else None))
+                    walk.set_aside_larger(startable())
                 if paused and cluster.free_gpus:
                     # the rest of what it freed goes to the jobs before it first (aging order), the
                     # ones a grouped walk did not visit this pass too
@@ -567,12 +572,6 @@ def _pause_room(s: Scheduler, pausable: list[Job]) -> dict[str | None, int]:
     for (node, tenant), gpus in own.items():
         room[tenant] = max(room.get(tenant, room[None]), base[node] + gpus)
     return room
-
-
-def _startable(free_gpus: int, pause_room: dict[str | None, int] | None) -> int:
-    """The largest job a borrow walk could still start: on the free GPUs, or on the room
-    pausing could make for some tenant (None: nothing to pause)."""
-    return max(free_gpus, *pause_room.values()) if pause_room else free_gpus
 
 
 def _full(s: Scheduler, borrow_phase: bool, reclaim_failed: float) -> bool:

@@ -161,15 +161,14 @@ class SpotHybridPolicy(DynamicPolicy):
         cluster = s.cluster
         movable: dict[str, list[Job]] | None = None  # on-demand node -> preemptible checkpointing jobs on it
         wanted = 0
-        # Room is made in aged order, and never for a job that would pass an older job of
-        # its tenant waiting for the same GPUs (queues.TenantLine): the older one keeps its turn.
+        # Room is made in aged order, only for jobs that may not run on spot, and never for a job
+        # that would pass an older job of its tenant waiting for the same GPUs (queues.TenantLine).
+        # Once a job waits in that line, the rest of its queue group (`dynamic_group`: alike, one
+        # size) would only wait behind it, so the group is set aside for the pass; a preemptible
+        # job no larger than one alike (GPU type, estimate, not a reservation owner) already in
+        # line, of another group, is passed over too.
         line = TenantLine()
         kinds: dict[tuple[bool, str | None], frozenset[str]] = {}  # (preemptible, GPU type) -> its pools
-        # Room is made only for jobs that may not run on spot; a preemptible job only waits in its
-        # tenant's line. One alike in what that reads (GPU type, estimate, not a reservation owner)
-        # and no smaller than one already in line changes nothing there: it is passed over.
-        # Once a job waits in its tenant's line, the rest of its queue group (`dynamic_group`:
-        # alike, of one size) would only wait behind it: the group is set aside for the pass.
         in_line: dict[tuple[str, str | None, float | None], int] = {}
         owners = self._reservations
         walk = s.queue.walk(always=owners)
