@@ -22,7 +22,7 @@ from jupyter_gpusched.core.policies.spot_hybrid import SpotHybridPolicy
 from jupyter_gpusched.core.policies.static import StaticPolicy
 from jupyter_gpusched.core.policies.tiresias import TiresiasPolicy
 from jupyter_gpusched.core.queues import JobQueue, fifo_key
-from jupyter_gpusched.core.scheduler import SchedulerConfig
+from jupyter_gpusched.core.scheduler import Preempt, Scale, SchedulerConfig
 from jupyter_gpusched.sim.config import Lifetime
 from jupyter_gpusched.sim.engine import CheckpointModel, PoolConfig, SimJob, Simulation
 from jupyter_gpusched.sim.traces import TraceJob
@@ -55,6 +55,35 @@ class PlainSpotHybrid(SpotHybridWanted):
         return None
 
 
+class NoSkipSpotHybrid(SpotHybridPolicy):
+    """The reference for `_spot_full`: the make-room walk runs in every pass. Records each
+    pass's scale decisions; `skipped` counts the passes the real policy would have skipped."""
+
+    def __init__(self):
+        super().__init__()
+        self.scales: list[tuple] = []
+        self.skipped = self.moved = 0
+
+    def _spot_full(self, s, pool, demand):
+        self.skipped += super()._spot_full(s, pool, demand)
+        return False
+
+    def _scale(self, s, pool, demand, moved_need):
+        super()._scale(s, pool, demand, moved_need)
+        self.scales.append(tuple(d for d in s._decisions if isinstance(d, Scale)))
+        self.moved += sum(isinstance(d, Preempt) and d.reason.startswith("moved to spot") for d in s._decisions)
+
+
+class ScalesSpotHybrid(SpotHybridPolicy):
+    def __init__(self):
+        super().__init__()
+        self.scales: list[tuple] = []
+
+    def _scale(self, s, pool, demand, moved_need):
+        super()._scale(s, pool, demand, moved_need)
+        self.scales.append(tuple(d for d in s._decisions if isinstance(d, Scale)))
+
+
 class PlainStatic(StaticPolicy):
     def queue_group(self):
         return None
@@ -65,11 +94,11 @@ class PlainTiresias(TiresiasPolicy):
         return None
 
 
-def _workload(n: int, seed: int) -> list[SimJob]:
+def _workload(n: int, seed: int, gap: float = 110.0) -> list[SimJob]:
     rng = random.Random(seed)
     jobs, t = [], 0.0
     for i in range(n):
-        t += rng.expovariate(1 / 110)  # overloaded: about 1.2x the 72 GPUs' capacity
+        t += rng.expovariate(1 / gap)  # 110 s: overloaded, about 1.2x the 72 GPUs' capacity
         prio = rng.choice([Priority.HIGH, Priority.NORMAL, Priority.LOW])
         gpus = rng.choices([1, 2, 4, 8, 16], [45, 20, 15, 12, 8])[0]
         tenant = rng.choices(TENANTS, [30, 25, 20, 15, 10])[0].name
@@ -79,7 +108,9 @@ def _workload(n: int, seed: int) -> list[SimJob]:
     return jobs
 
 
-def _replay(policy, estimates: str, seed: int, reservations: int, spot: bool = False) -> tuple[list[tuple], int]:
+def _replay(
+    policy, estimates: str, seed: int, reservations: int, spot: bool = False, gap: float = 110.0
+) -> tuple[list[tuple], int]:
     pools = [
         PoolConfig("od", tuple(NodeSpec(f"od-{i}", 8, "od") for i in range(3 if spot else 6)), 3.0, gpus_per_node=8),
         PoolConfig("big", tuple(NodeSpec(f"big-{i}", 16, "big") for i in range(1)), 3.0, gpus_per_node=16),
@@ -89,7 +120,7 @@ def _replay(policy, estimates: str, seed: int, reservations: int, spot: bool = F
         pools.append(PoolConfig("spot", (), 0.9, spot=True, lifetime=life, gpus_per_node=8, max_nodes=3))
     ck = CheckpointModel(interval_s=1800, cost_s=30, restore_s=60, applies_to="preemptible")
     sim = Simulation(
-        _workload(700, seed), pools, TENANTS, policy, checkpoint=ck, estimates=estimates,
+        _workload(700, seed, gap), pools, TENANTS, policy, checkpoint=ck, estimates=estimates,
         config=SchedulerConfig(aging_interval=1800, max_reservations=reservations),
     )  # fmt: skip
     res = sim.run()
@@ -119,6 +150,17 @@ def test_spot_hybrid_grouped_walks_schedule_exactly_as_the_plain_walk(estimates,
     assert grouped_policy.wanted == plain_policy.wanted and sum(w > 0 for w in plain_policy.wanted) > 100
     assert sum(1 for r in plain if r[1] is not None and r[1] > 0) > 100
     assert any(r[4] for r in plain) and all(r[2] is not None for r in plain)
+
+
+@pytest.mark.parametrize(("estimates", "seed"), [("none", 6), ("exact", 3)])
+def test_spot_hybrid_skips_the_make_room_walk_only_where_it_could_change_nothing(estimates, seed):
+    # With no free spot GPU and the pool asked to its largest size already, the make-room walk
+    # is skipped (`_spot_full`): the schedule and every pass's scale decision stay the same.
+    policy, reference = ScalesSpotHybrid(), NoSkipSpotHybrid()
+    got, passes = _replay(policy, estimates, seed, 1, spot=True)
+    want, want_passes = _replay(reference, estimates, seed, 1, spot=True)
+    assert got == want and passes == want_passes and policy.scales == reference.scales
+    assert reference.skipped > 1000 and reference.moved > 20  # skips happen, and so do moves
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -184,6 +226,21 @@ def test_grouped_walk_sets_groups_aside_until_a_change():
             raise AssertionError("b was set aside for the pass")
     assert seen == ["j0", "j1", "j4", "j5"]
     assert [j.id for j in q.walk()] == ["j99", "j0", "j1", "j2", "j3", "j4", "j5", "j7"]
+
+
+def test_a_change_to_one_tenant_resumes_only_its_groups():
+    q = JobQueue(fifo_key, group=lambda j: (j.spec.tenant, j.spec.gpus))
+    for i, (tenant, gpus) in enumerate(["a1", "b1", "a2", "b1", "a1", "b1", "a2"]):
+        q.push(_job(i, tenant, int(gpus), float(i)))  # a1: j0 j4; b1: j1 j3 j5; a2: j2 j6
+    seen = []
+    walk = q.walk()
+    for job in walk:
+        seen.append(job.id)
+        if job.id in ("j0", "j1"):
+            walk.set_aside()
+        if job.id == "j2":
+            walk.changed("a")  # a's set-aside groups (a1) resume after j2; b1 stays aside
+    assert seen == ["j0", "j1", "j2", "j4", "j6"]
 
 
 def test_regroup_follows_a_changed_estimate():

@@ -261,7 +261,7 @@ class PlainWalk:
     def set_aside_larger(self, gpus: int) -> None:
         pass
 
-    def changed(self) -> None:
+    def changed(self, tenant: str | None = None) -> None:
         pass
 
 
@@ -272,8 +272,10 @@ class GroupedWalk:
     After a job is yielded the walker may call `set_aside()`: its visit changed nothing, and
     the next jobs of its group, visited with nothing changed, would do just the same; they
     are not yielded until the walker calls `changed()` (then the walk resumes those groups
-    after the current job). `set_aside(for_pass=True)`: they could do nothing for the rest
-    of this walk whatever changes. Jobs in `always` (the ones whose visit depends on the
+    after the current job); `changed(tenant)`: what changed concerns only that tenant's jobs
+    (a start charges only its own tenant's quota), so only its groups resume (for a queue
+    whose groups each hold one tenant's jobs). `set_aside(for_pass=True)`: they could do
+    nothing for the rest of this walk whatever changes. Jobs in `always` (the ones whose visit depends on the
     job itself, not only its group) are yielded whatever their group's state. So a walk
     costs the jobs it yields plus, per change, a binary search per set-aside group, not
     the length of the queue."""
@@ -286,17 +288,22 @@ class GroupedWalk:
         self._heap: list[tuple[tuple[tuple, int, Job], int, int]] = list(heads)
         for j in self._always:
             heapq.heappush(self._heap, (queue._entry[j], -1, 0))
-        self._dead: list[tuple[int, int]] = []  # (group, next index) set aside until a change
+        self._dead: dict[str, list[tuple[int, int]]] = {}  # tenant -> (group, next index) set aside until a change
         self._tenants_aside: set[str] = set()  # every group of these set aside for the walk
         self._gpus_aside = math.inf  # and every group of jobs larger than this
         self._aside = 0  # 1: set aside until a change, 2: for the walk
-        self._changed = False
+        self._changed: set[str] | bool = False  # True: everything; a set: those tenants' groups
 
     def set_aside(self, for_pass: bool = False) -> None:
         self._aside = 2 if for_pass else max(self._aside, 1)
 
-    def changed(self) -> None:
-        self._changed = True
+    def changed(self, tenant: str | None = None) -> None:
+        if tenant is None:
+            self._changed = True
+        elif self._changed is False:
+            self._changed = {tenant}
+        elif self._changed is not True:
+            self._changed.add(tenant)
 
     def set_aside_tenant(self, tenant: str) -> None:
         """Set aside, for the rest of the walk, every group of `tenant`'s jobs (those in `always`
@@ -337,16 +344,21 @@ class GroupedWalk:
                 yield job
                 if members is not None:
                     if self._aside == 1:
-                        dead.append((gi, i + 1))
+                        tenant = job.spec.tenant
+                        if tenant in dead:
+                            dead[tenant].append((gi, i + 1))
+                        else:
+                            dead[tenant] = [(gi, i + 1)]
                     elif not self._aside and i + 1 < len(members):
                         push(heap, (members[i + 1], gi, i + 1))
-                if self._changed and dead:
-                    for gj, j in dead:
-                        members = lists[gj]
-                        j = bisect.bisect_right(members, entry, lo=j)
-                        if j < len(members):
-                            push(heap, (members[j], gj, j))
-                    dead.clear()
+                changed = self._changed
+                if changed and dead:
+                    for tenant in list(dead) if changed is True else changed & dead.keys():
+                        for gj, j in dead.pop(tenant):
+                            members = lists[gj]
+                            j = bisect.bisect_right(members, entry, lo=j)
+                            if j < len(members):
+                                push(heap, (members[j], gj, j))
         finally:
             queue._walks -= 1
 

@@ -297,13 +297,18 @@ class DynamicPolicy(Policy):
             if alloc is not None:
                 s.admit(job, alloc, borrowed=admission is Admission.BORROW, now=now)
                 stale = True
-                walk.changed()
-                verdicts.pop(tenant, None)  # a start charges only its own tenant
+                # A start takes GPUs, so it lets no waiting job start that could not before; it
+                # changes only its own tenant's verdicts (quota used), so only that tenant's jobs
+                # set aside may now fare otherwise, unless it lets go of a reservation.
+                verdicts.pop(tenant, None)
                 usable_free.clear()
                 if self._reservations.pop(job.id, None):
                     self._shadow = self._shadows(s, now)
+                    walk.changed()
                     if kept_off and may_restart:
                         return _Again.RESERVATION
+                else:
+                    walk.changed(tenant)
                 if size_aside:
                     walk.set_aside_larger(startable())
                 if paused and cluster.free_gpus:

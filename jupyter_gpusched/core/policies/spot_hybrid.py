@@ -135,11 +135,15 @@ class SpotHybridPolicy(DynamicPolicy):
     def schedule(self, s: Scheduler, now: float) -> None:
         self.observe(s, now)
         super().schedule(s, now)
-        spot_pools = sorted(name for name, p in s.cluster.pools.items() if p.spot)
-        if not spot_pools:
+        pool = _elastic_pool(s)
+        if pool is None:
             return
-        moved_need = self._make_room_on_demand(s, now) if s.queue else 0
-        self._scale(s, now, spot_pools, moved_need)
+        demand = self._spot_demand(s, now, pool)
+        moved_need = 0
+        if s.queue and not self._spot_full(s, pool, demand):
+            moved_need = self._make_room_on_demand(s, now)
+            demand = self._spot_demand(s, now, pool)  # the jobs it moved wait for spot now
+        self._scale(s, pool, demand, moved_need)
 
     def next_wakeup(self, s: Scheduler, now: float) -> float | None:
         """When an idle spot node's grace runs out (the driver wakes the scheduler then), or
@@ -148,6 +152,17 @@ class SpotHybridPolicy(DynamicPolicy):
         if self._idle_since:
             times.append(min(self._idle_since.values()) + self.idle_grace_s)
         return min(times, default=None)
+
+    def _spot_full(self, s: Scheduler, pool: str, demand: tuple[int, int, int]) -> bool:
+        """No spot GPU a moved job could take, and the preemptible jobs already waiting ask the
+        pool for its largest size: the make-room walk could then move no job, and what it would
+        ask spot for on top changes nothing (`_scale`), so the pass skips it (issue 12, fault 8:
+        on a busy spot pool this is most passes)."""
+        max_nodes = s.cluster.pools[pool].max_nodes
+        if max_nodes is None or self._spot_free(s)[0]:
+            return False
+        kept, need, size = demand
+        return need > 0 and kept + math.ceil(need / size) >= max_nodes
 
     def _spot_free(self, s: Scheduler) -> tuple[int, int]:
         """Free spot GPUs a moved job could take: none on a node reserved for another job."""
@@ -260,13 +275,12 @@ class SpotHybridPolicy(DynamicPolicy):
             return None
         return (moved, risk), chosen, nodes
 
-    def _scale(self, s: Scheduler, now: float, spot_pools: list[str], moved_need: int) -> None:
-        """Size the spot pool: nodes running jobs, plus idle nodes still in their grace,
-        plus new nodes for the preemptible work that found no room. Idempotent: the driver
-        counts nodes on their way, so asking again while they come changes nothing."""
+    def _spot_demand(self, s: Scheduler, now: float, pool: str) -> tuple[int, int, int]:
+        """(spot nodes to keep: running jobs, or idle still in their grace; GPUs the waiting
+        preemptible jobs ask for; GPUs on a node the driver adds). Notes when nodes fall idle;
+        asking twice at one time answers the same."""
         cluster = s.cluster
-        pool = spot_pools[0]  # the elastic one (_elastic_pool)
-        busy = idle_kept = 0
+        kept = 0
         sizes = []
         for n, (p, _) in self._born.items():
             if p != pool or n not in cluster:
@@ -274,18 +288,26 @@ class SpotHybridPolicy(DynamicPolicy):
             sizes.append(cluster.capacity(n))
             if s.on_node.get(n) or cluster.free_on(n) < cluster.capacity(n):
                 self._idle_since.pop(n, None)
-                busy += 1
+                kept += 1
             else:
                 since = self._idle_since.setdefault(n, now)
                 if now - since < self.idle_grace_s:
-                    idle_kept += 1
-        spec = cluster.pools[pool]
-        need = moved_need
+                    kept += 1
+        need = 0
         for (tenant, gpus, preemptible), count in s.queue.kinds().items():
             if preemptible and s.ledger.classify(tenant, gpus) is not Admission.OVER_LIMIT:
                 need += gpus * count
-        size = spec.node_gpus or max(sizes, default=self.node_gpus)  # the nodes the driver adds
-        want = max(busy + idle_kept + math.ceil(need / size), spec.min_nodes)
+        return kept, need, cluster.pools[pool].node_gpus or max(sizes, default=self.node_gpus)
+
+    def _scale(self, s: Scheduler, pool: str, demand: tuple[int, int, int], moved_need: int) -> None:
+        """Size the spot pool (`demand`: `_spot_demand`'s answer): nodes running jobs, plus idle
+        nodes still in their grace, plus new nodes for the preemptible work that found no room.
+        Idempotent: the driver counts nodes on their way, so asking again while they come
+        changes nothing."""
+        spec = s.cluster.pools[pool]
+        kept, need, size = demand
+        need += moved_need
+        want = max(kept + math.ceil(need / size), spec.min_nodes)
         if spec.max_nodes is not None:
             want = min(want, spec.max_nodes)
         if need > 0 or want != self._target.get(pool):
