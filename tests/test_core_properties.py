@@ -35,6 +35,7 @@ from jupyter_gpusched.core import (
 )
 from jupyter_gpusched.core.policies.dynamic import DynamicPolicy
 from jupyter_gpusched.core.queues import starvation_bound
+from jupyter_gpusched.core.quotas import Admission, QuotaLedger
 
 S = JobState
 POLICIES = policy_names()
@@ -478,3 +479,21 @@ def test_a_standing_backlog_adds_its_drain_time_to_the_bound():
     b = starvation_bound(Priority.LOW, aging)
     assert low.admitted_at > 5.0 + b + R  # the simple bound does not hold here
     assert low.admitted_at <= 5.0 + b + (math.ceil(K / C) + 1) * R
+
+
+@given(
+    quota=st.integers(0, 16),
+    burst=st.one_of(st.none(), st.integers(0, 16)),
+    used=st.integers(0, 40),
+    borrowing=st.booleans(),
+    budget=st.sampled_from([None, "soft", "hard"]),
+)
+def test_admissible_is_classify_for_every_size(quota, burst, used, borrowing, budget):
+    # spot-hybrid sizes its pool from it instead of classifying each queued size
+    ledger = QuotaLedger([Tenant("t", quota, burst)], allow_borrowing=borrowing)
+    ledger.used["t"] = used
+    if budget:
+        ledger.over_budget["t"] = budget
+    room = ledger.admissible("t")
+    for gpus in range(0, 64):
+        assert (gpus <= room) == (ledger.classify("t", gpus) is not Admission.OVER_LIMIT), gpus

@@ -12,6 +12,7 @@ tenant's interactive cap (`Tenant.interactive_cap`) counted over its interactive
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Iterable, Mapping
 
 from .model import Tenant
@@ -63,6 +64,18 @@ class QuotaLedger:
         if self.allow_borrowing and budget is None and after <= t.limit:
             return Admission.BORROW
         return Admission.OVER_LIMIT
+
+    def admissible(self, name: str) -> float:
+        """The largest batch (not interactive) job of `name` that is not OVER_LIMIT now: `classify`
+        for every size at once."""
+        t = self.tenant(name)
+        budget = self.over_budget.get(name)
+        if budget == "hard":
+            return -math.inf
+        used = self.used.get(name, 0)
+        if self.allow_borrowing and budget is None:
+            return max(t.quota, t.limit) - used
+        return t.quota - used
 
     def charge(self, name: str, gpus: int, borrowed: bool, interactive: bool = False) -> None:
         self.used[name] = self.used.get(name, 0) + gpus

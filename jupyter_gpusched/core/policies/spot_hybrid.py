@@ -294,9 +294,14 @@ class SpotHybridPolicy(DynamicPolicy):
                 if now - since < self.idle_grace_s:
                     kept += 1
         need = 0
+        admissible: dict[str, float] = {}  # tenant -> the largest job it may start now
         for (tenant, gpus, preemptible), count in s.queue.kinds().items():
-            if preemptible and s.ledger.classify(tenant, gpus) is not Admission.OVER_LIMIT:
-                need += gpus * count
+            if preemptible:
+                room = admissible.get(tenant)
+                if room is None:
+                    room = admissible[tenant] = s.ledger.admissible(tenant)
+                if gpus <= room:
+                    need += gpus * count
         return kept, need, cluster.pools[pool].node_gpus or max(sizes, default=self.node_gpus)
 
     def _scale(self, s: Scheduler, pool: str, demand: tuple[int, int, int], moved_need: int) -> None:
