@@ -63,6 +63,22 @@ def test_best_fit_matches_brute_force_on_random_states():
                 assert got is not None and c.free_on(got) == min(fits)
 
 
+def test_largest_placeable_bounds_every_placement_and_is_reached():
+    # dynamic sets aside jobs larger than it: it must never be below a size place() finds room for
+    rng = random.Random(11)
+    for _ in range(200):
+        sizes = [rng.choice([2, 4, 8, 8, 16]) for _ in range(rng.randint(1, 8))]
+        c = Cluster([NodeSpec(f"n{i}", g, rng.choice(["a", "b"])) for i, g in enumerate(sizes)])
+        for n in c.node_names:
+            if rng.random() < 0.8:
+                occupy(c, n, rng.randint(0, c.capacity(n)))
+        exclude = frozenset(n for n in c.node_names if rng.random() < 0.3)
+        bound = c.largest_placeable(exclude)
+        placeable = [g for g in range(1, c.total_gpus + 1) if c.place(g, exclude=exclude) is not None]
+        assert all(g <= bound for g in placeable)
+        assert bound <= c.free_gpus and (bound in placeable or bound == 0 or bound == c.free_gpus)
+
+
 def test_a_job_that_fits_one_node_is_never_split():
     c = cluster(8, 8)
     occupy(c, "n0", 4)

@@ -12,7 +12,7 @@ free, and waits otherwise. A node that does not report them never refuses a job 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from .model import Allocation, NodeSpec, Pool
 
@@ -132,6 +132,21 @@ class Cluster:
     def max_node_gpus(self, pools: Iterable[str] | None = None) -> int:
         wanted = self._caps if pools is None else set(pools)
         return max((max(self._caps[p], default=0) for p in wanted if p in self._caps), default=0)
+
+    def largest_placeable(self, exclude: Collection[str] = ()) -> int:
+        """No job can be placed now, outside `exclude`, on more GPUs than this (`place`'s rules): all
+        free GPUs when some node is wholly free (a job larger than a node takes whole free nodes),
+        else the most free on one node (a job that fits a node is never split)."""
+        hole = 0
+        for pool, buckets in self._buckets.items():
+            for cap in self._caps.get(pool, ()):
+                if cap < len(buckets) and any(self._capacity[n] == cap and n not in exclude for n in buckets[cap]):
+                    return self.free_gpus
+            for free in range(len(buckets) - 1, hole, -1):
+                if any(n not in exclude for n in buckets[free]):
+                    hole = free
+                    break
+        return hole
 
     def could_ever_fit(self, gpus: int, pools: Iterable[str] | None = None) -> bool:
         """Would `gpus` fit on an empty cluster (restricted to `pools`)?"""

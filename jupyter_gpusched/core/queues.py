@@ -258,7 +258,7 @@ class PlainWalk:
     def set_aside_tenant(self, tenant: str) -> None:
         pass
 
-    def set_aside_larger(self, gpus: int) -> None:
+    def set_aside_larger(self, gpus: int, unestimated: int | None = None) -> None:
         pass
 
     def changed(self, tenant: str | None = None) -> None:
@@ -291,6 +291,7 @@ class GroupedWalk:
         self._dead: dict[str, list[tuple[int, int]]] = {}  # tenant -> (group, next index) set aside until a change
         self._tenants_aside: set[str] = set()  # every group of these set aside for the walk
         self._gpus_aside = math.inf  # and every group of jobs larger than this
+        self._unestimated_aside = math.inf  # and of jobs with no runtime estimate larger than this
         self._aside = 0  # 1: set aside until a change, 2: for the walk
         self._changed: set[str] | bool = False  # True: everything; a set: those tenants' groups
 
@@ -315,11 +316,13 @@ class GroupedWalk:
             heapq.heapify(self._heap)
             self._dead.clear()
 
-    def set_aside_larger(self, gpus: int) -> None:
-        """Set aside, for the rest of the walk, every group of jobs of more than `gpus` GPUs (those
-        in `always` are still yielded). Only for a queue whose groups each hold jobs of one size
+    def set_aside_larger(self, gpus: int, unestimated: int | None = None) -> None:
+        """Set aside, for the rest of the walk, every group of jobs of more than `gpus` GPUs, and of
+        jobs with no runtime estimate of more than `unestimated` (those in `always` are still
+        yielded). Only for a queue whose groups each hold jobs of one size and alike estimates
         (`dynamic_group`)."""
         self._gpus_aside = min(self._gpus_aside, gpus)
+        self._unestimated_aside = min(self._unestimated_aside, gpus if unestimated is None else unestimated)
 
     def __iter__(self) -> Iterator[Job]:
         queue, heap, lists, always, dead = self._queue, self._heap, self._lists, self._always, self._dead
@@ -333,7 +336,11 @@ class GroupedWalk:
                 job = entry[2]
                 members = lists[gi] if gi >= 0 else None
                 if members is not None and (  # its whole group (one tenant's jobs, of one size)
-                    job.spec.gpus > self._gpus_aside or tenants_aside and job.spec.tenant in tenants_aside
+                    job.spec.gpus > self._gpus_aside
+                    or job.spec.gpus > self._unestimated_aside
+                    and job.spec.runtime_estimate is None
+                    or tenants_aside
+                    and job.spec.tenant in tenants_aside
                 ):
                     continue
                 if members is not None and job.id in always or live(job.id) != entry[1]:

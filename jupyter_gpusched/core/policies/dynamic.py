@@ -178,13 +178,16 @@ class DynamicPolicy(Policy):
         size_aside = False
         owners_left = None
 
-        def startable() -> int:  # the largest job the borrow walk could still start or pause for
+        def startable() -> tuple[int, int]:
+            """The largest job the borrow walk could still start or pause for; and the largest
+            with no runtime estimate, which may not use a held node (`_excluded`)."""
             nonlocal pause_room
-            if not pausable:
-                return cluster.free_gpus
-            if pause_room is None:
-                pause_room = _pause_room(s, pausable)
-            return max(cluster.free_gpus, *pause_room.values())
+            room = 0
+            if pausable:
+                if pause_room is None:
+                    pause_room = _pause_room(s, pausable)
+                room = max(pause_room.values())
+            return max(cluster.largest_placeable(), room), max(cluster.largest_placeable(self._shadow), room)
 
         if borrow_phase and len(self._reservations) >= s.config.max_reservations:
             owners_left = {jid for jid in self._reservations if jid in s.queue}
@@ -195,7 +198,7 @@ class DynamicPolicy(Policy):
                 owners_left = None
                 if len(self._reservations) >= s.config.max_reservations:
                     size_aside = True
-                    walk.set_aside_larger(startable())
+                    walk.set_aside_larger(*startable())
             # Nothing left to place or reclaim: only a pause could start a job (the walk goes on
             # for that alone, and does nothing else a full cluster's walk would not have done).
             if stale:
@@ -310,7 +313,7 @@ class DynamicPolicy(Policy):
                 else:
                     walk.changed(tenant)
                 if size_aside:
-                    walk.set_aside_larger(startable())
+                    walk.set_aside_larger(*startable())
                 if paused and cluster.free_gpus:
                     # the rest of what it freed goes to the jobs before it first (aging order), the
                     # ones a grouped walk did not visit this pass too
