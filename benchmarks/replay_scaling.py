@@ -16,7 +16,8 @@ sizes (1.0: linear in the work).
 `--quality` and `--scenario` (one replay of a built-in scenario, CPU seconds) also print the
 schedule's digest: a hash of every job's first start, end, attempts, preemptions and final
 state, so a change meant to leave the schedule alone can be checked with this script run on
-the trees before and after (PYTHONPATH picks the tree).
+the trees before and after (PYTHONPATH picks the tree). The timing mode prints the digest of its
+largest size too.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def main() -> None:
     sizes = [int(x) for x in args.sizes.split(",")]
     ck = CheckpointModel(interval_s=1800, cost_s=30, restore_s=60, applies_to="preemptible")
     print(f"load {args.load}, {NODES} x {GPUS} GPUs; CPU seconds per size, growth exponent between sizes")
-    print(f"{'policy':<10} " + " ".join(f"{n:>9}" for n in sizes) + "  exponent  max queue")
+    print(f"{'policy':<10} " + " ".join(f"{n:>9}" for n in sizes) + "  exponent  max queue  digest (largest size)")
     for pol in args.policies.split(","):
         walls, maxq = [], 0
         for n in sizes:
@@ -126,7 +127,7 @@ def main() -> None:
             maxq = max(res.series_queued) if len(res.series_queued) else 0
         exps = [math.log(walls[i + 1] / walls[i]) / math.log(sizes[i + 1] / sizes[i]) for i in range(len(sizes) - 1)]
         cells = " ".join(f"{w:9.1f}" for w in walls)
-        print(f"{pol:<10} {cells}  {' '.join(f'{e:.2f}' for e in exps):>8}  {int(maxq):>9}", flush=True)
+        print(f"{pol:<10} {cells}  {' '.join(f'{e:.2f}' for e in exps):>8}  {int(maxq):>9}  {digest(res)}", flush=True)
 
 
 if __name__ == "__main__":
