@@ -322,7 +322,9 @@ class GroupedWalk:
         yielded). Only for a queue whose groups each hold jobs of one size and alike estimates
         (`dynamic_group`)."""
         self._gpus_aside = min(self._gpus_aside, gpus)
-        self._unestimated_aside = min(self._unestimated_aside, gpus if unestimated is None else unestimated)
+        self._unestimated_aside = min(
+            self._gpus_aside, self._unestimated_aside, gpus if unestimated is None else unestimated
+        )
 
     def __iter__(self) -> Iterator[Job]:
         queue, heap, lists, always, dead = self._queue, self._heap, self._lists, self._always, self._dead
@@ -335,12 +337,14 @@ class GroupedWalk:
                 entry, gi, i = pop(heap)
                 job = entry[2]
                 members = lists[gi] if gi >= 0 else None
-                if members is not None and (  # its whole group (one tenant's jobs, of one size)
-                    job.spec.gpus > self._gpus_aside
-                    or job.spec.gpus > self._unestimated_aside
-                    and job.spec.runtime_estimate is None
+                spec = job.spec
+                gpus = spec.gpus
+                if members is not None and (  # its whole group (one tenant's jobs, of one size and estimate)
+                    # (the unestimated bound is never above the other)
+                    gpus > self._unestimated_aside
+                    and (gpus > self._gpus_aside or spec.runtime_estimate is None)
                     or tenants_aside
-                    and job.spec.tenant in tenants_aside
+                    and spec.tenant in tenants_aside
                 ):
                     continue
                 if members is not None and job.id in always or live(job.id) != entry[1]:
