@@ -141,6 +141,28 @@ def test_fault4_spot_hybrid_moves_preemptible_jobs_for_a_multi_node_job():
     assert all(r.state == "SUCCEEDED" for r in res.jobs)
 
 
+def test_spot_hybrid_asks_spot_for_the_jobs_it_would_move_while_the_pool_can_grow():
+    """Fault 8's make-room skip (`_spot_full`) at its edge: spot is full (1 of at most 3 nodes)
+    and one preemptible job waits, which asks spot for a 2nd node only. The make-room walk must
+    still run, so that the run to move off on-demand for the high-priority job is asked for
+    too: both new nodes come at once and the job starts when they are up (600), not a round
+    later (700)."""
+    ck = CheckpointModel(interval_s=300, cost_s=5, restore_s=10)
+    jobs = [
+        sim_job("pre-od", 0, 20_000, 4, "a", pre=True),  # spot is empty: it runs on demand
+        sim_job("pre-spot", 10, 20_000, 4, "a", pre=True),  # the first spot node, up at 110
+        sim_job("pre-wait", 500, 20_000, 4, "a", pre=True),
+        sim_job("high", 500, 1000, 4, "a", Priority.HIGH, pre=False),
+    ]
+    res = Simulation(
+        jobs, [od_pool(1, 4), elastic_spot(max_nodes=3)], [Tenant("a", 16)], "spot-hybrid", checkpoint=ck,
+        check_invariants=True,
+    ).run()  # fmt: skip
+    rec = {r.id: r for r in res.jobs}
+    assert rec["pre-spot"].first_start == 110 and rec["pre-wait"].first_start == 600
+    assert rec["high"].first_start == 600 and rec["pre-od"].preemptions == 1
+
+
 def test_fault7_ratios_to_static_compare_the_same_jobs_and_utilisation_is_also_net(tmp_path, capsys):
     """Issue 12, fault 7. `static` rejects a's 4-GPU job (larger than a's 2-GPU partition), so
     its average JCT covered an easier job set than the others'. x/static JCT ratios are now
