@@ -3,6 +3,7 @@ retries, zombies, leaked-GPU fencing, the demand history and failed launches."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from pathlib import Path
@@ -166,3 +167,23 @@ def test_a_launch_the_backend_refuses_for_good_fails_at_once(tmp_path):
     assert job.state is JobState.FAILED and backend.launches == 1
     assert job.reason == "could not start: the node's container runtime is not answering"
     backend.close()
+
+
+def test_stop_returns_when_a_kick_races_it(tmp_path):
+    # Python 3.11's asyncio.wait_for returns, instead of raising, when the task waiting in it is
+    # cancelled just as what it waits for completes: a kick (a DELETE) right before stop() made
+    # the loop run on and stop() hang (a server test's teardown, once in a CI run).
+    async def main():
+        service = make_service(tmp_path)
+        service.start()
+        await asyncio.sleep(0.3)  # the loop waits for its next tick
+        service.kick()
+        stopping = asyncio.ensure_future(service.stop())
+        done, _ = await asyncio.wait({stopping}, timeout=5)  # (asyncio.wait cancels nothing)
+        if not done:  # let the test end: a second cancel is not swallowed
+            stopping.cancel()
+            await asyncio.wait({stopping})
+        service.backend.close()
+        return bool(done)
+
+    assert asyncio.run(main()), "stop() did not return: the loop ran on after it was cancelled"

@@ -123,6 +123,7 @@ class Service(ServiceViews, Pipelines):
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop `run` is on, for wake-ups from threads
         self.kills = Kills(backend, self._wake_threadsafe)
         self.standby: str | None = None  # why this service does not schedule: another one owns the store
@@ -244,12 +245,17 @@ class Service(ServiceViews, Pipelines):
 
     def start(self) -> None:
         if self._task is None:
+            self._stopping = False
             self._task = asyncio.get_event_loop().create_task(self.run())
 
     async def stop(self) -> None:
         """Stop the loop. Running jobs keep running in their own process groups; the next
         start reaps and requeues them, so nothing acknowledged is lost."""
         if self._task is not None:
+            # Python 3.11's asyncio.wait_for swallows a cancel that comes just as what it waits for
+            # completes (a kick right before stop): the flag ends the loop then.
+            self._stopping = True
+            self._wake.set()
             self._task.cancel()
             try:
                 await self._task
@@ -265,7 +271,7 @@ class Service(ServiceViews, Pipelines):
 
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
-        while True:
+        while not self._stopping:
             try:
                 if self.take_over():  # (on standby: once the owner has stopped)
                     self.tick()
