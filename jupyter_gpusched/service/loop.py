@@ -252,8 +252,7 @@ class Service(ServiceViews, Pipelines):
         """Stop the loop. Running jobs keep running in their own process groups; the next
         start reaps and requeues them, so nothing acknowledged is lost."""
         if self._task is not None:
-            # Python 3.11's asyncio.wait_for swallows a cancel that comes just as what it waits for
-            # completes (a kick right before stop): the flag ends the loop then.
+            # (Python 3.11's wait_for swallows a cancel that lands as a kick wakes it: the flag ends the loop)
             self._stopping = True
             self._wake.set()
             self._task.cancel()
