@@ -26,9 +26,16 @@ hour 8, fits on everything before), and the Helios Earth and Venus GPUs per VC p
 days; the 24-hour forecast is one step; origins from day 30, fits on up to 60 days; VCs whose
 count never changes have no MASE and are left out).
 
+Held out, added later (`--set arrivals`; first run at the tree that added it, with no change
+to the forecaster): job arrivals per 10-minute bucket, the kind of series an outside check
+used (a count per bucket, 0 where no job came). The set was fixed before any was looked at:
+the whole Philly cluster, every Philly VC with at least 1,000 jobs (8), and the GenAI LoRA
+request log (23 days); 1 h and 24 h, origins and fits as for the Helios VCs.
+
     .venv/bin/python benchmarks/forecast_eval.py --jobs 2 --also latest,revert   # everything
     .venv/bin/python benchmarks/forecast_eval.py --set helios --origins 12 --vcs vc6YE,vcMod
     .venv/bin/python benchmarks/forecast_eval.py --set heldout --json out.json
+    .venv/bin/python benchmarks/forecast_eval.py --set arrivals --jobs 2
 """
 
 from __future__ import annotations
@@ -88,6 +95,31 @@ def gpu_number_series(traces: Path) -> list[tuple[str, F.Series]]:
             y = df[col].to_numpy(float)
             if np.ptp(y) > 0:
                 out.append((f"{cluster}-{col}", F.regularize(t, y, F.DAY)))
+    return out
+
+
+# Arrival series: which ones was fixed before any was looked at (every Philly VC with at least
+# 1,000 jobs, the whole cluster, and the GenAI LoRA request log), and none was used for a choice.
+PHILLY_MIN_JOBS = 1000
+
+
+def _counts(stamps: pd.Series) -> F.Series:
+    """Arrivals per 10-minute bucket (0 where none came), from the first arrival's bucket on."""
+    t = (pd.to_datetime(stamps) - pd.Timestamp(0)).dt.total_seconds().to_numpy(float)
+    step = F.DEFAULT_STEP_S
+    b = np.floor(t / step).astype(np.int64)
+    counts = np.bincount(b - b.min()).astype(float)
+    return F.Series(float(b.min() * step), step, counts)
+
+
+def arrival_series(traces: Path) -> list[tuple[str, F.Series]]:
+    jobs = pd.read_csv(traces / "microsoft_philly_2017" / "philly_jobs_pollux.csv.gz", usecols=["timestamp", "cluster"])
+    out = [("philly-all", _counts(jobs["timestamp"]))]
+    sizes = jobs["cluster"].value_counts()
+    for vc in sorted(sizes[sizes >= PHILLY_MIN_JOBS].index):
+        out.append((f"philly-{vc}", _counts(jobs.loc[jobs["cluster"] == vc, "timestamp"])))
+    lora = pd.read_csv(traces / "alibaba_genai_v2026" / "lora_request_trace.csv.gz", usecols=["gmt_create"])
+    out.append(("genai-lora-requests", _counts(lora["gmt_create"])))
     return out
 
 
@@ -226,7 +258,7 @@ def _clean(o):
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--traces", default=str(DEFAULT_TRACES))
-    p.add_argument("--set", choices=("all", "helios", "heldout"), default="all")
+    p.add_argument("--set", choices=("all", "helios", "heldout", "arrivals"), default="all")
     p.add_argument("--vcs", help="comma-separated Helios VC names (default: all 16)")
     p.add_argument("--origins", type=int, default=50, help="origins per series and horizon (default 50)")
     p.add_argument("--all-models", action="store_true", help="also score every candidate model on its own")
@@ -259,6 +291,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.set in ("all", "heldout"):
         sets.append(("HELD OUT: Alibaba GenAI, 10-min", genai_series(traces), {"1 h": 6}, None, 48, ()))
         sets.append(("HELD OUT: Helios GPUs per VC per day", gpu_number_series(traces), {"24 h": 1}, 60, 30, ()))
+    if args.set in ("all", "arrivals"):
+        sets.append(
+            (
+                "HELD OUT: job arrivals per 10 minutes",
+                arrival_series(traces),
+                {"1 h": 6, "24 h": 144},
+                14 * 144,
+                7 * 144,
+                (),
+            )
+        )
     for title, series, horizons, train, first, held in sets:
         res = run_set(series, horizons, train, first, args.origins, models, args.jobs)
         for label in horizons:
