@@ -1,5 +1,5 @@
 """The ``revert`` model (core/forecast/revert.py): the latest demand pulled toward the week's
-mean by a per-lead weight in [0, 0.25] fitted on the training window only. Pure and
+median by a per-lead weight in [0, 0.25] fitted on the training window only. Pure and
 deterministic, reads nothing after its window or its origin, earns its pull only where the
 history reverts, and degrades to the latest value on short or flat series."""
 
@@ -26,7 +26,7 @@ def reverting(days: int, seed: int = 0) -> F.Series:
     return F.Series(0.0, STEP, x)
 
 
-def test_the_forecast_is_the_latest_value_pulled_toward_the_weeks_mean():
+def test_the_forecast_is_the_latest_value_pulled_toward_the_weeks_median():
     s = reverting(16)
     m = F.fit("revert", s, 0, 14 * 144)
     assert isinstance(m, RevertModel) and m.model == "revert"
@@ -34,8 +34,8 @@ def test_the_forecast_is_the_latest_value_pulled_toward_the_weeks_mean():
     hist = s.values[:origin]
     w = m.weights(144)
     assert w.shape == (144,) and np.all((w >= 0) & (w <= MAX_WEIGHT))
-    now, mean = hist[-1], hist[-WEEK_STEPS:].mean()
-    assert np.allclose(m.point(hist, 144), now + w * (mean - now))
+    now, median = hist[-1], np.median(hist[-WEEK_STEPS:])
+    assert np.allclose(m.point(hist, 144), now + w * (median - now))
     # a day ahead the AR(1) keeps 0.99**144 = 0.24 of a deviation: the pull is as large as allowed;
     # 10 minutes ahead it keeps 0.99 of it: (almost) no pull
     assert w[-1] == pytest.approx(MAX_WEIGHT) and w[0] <= 0.025
@@ -72,6 +72,21 @@ def test_it_starts_from_the_latest_sample_not_the_last_bucket_mean():
     s = F.Series(0.0, STEP, values, latest)
     m = F.fit("revert", s, 0, len(s))
     assert np.allclose(m.point(values, 6), 16.0)  # a flat history: no pull was learnt
+
+
+def test_rare_bursts_do_not_lift_the_level_it_pulls_toward():
+    """A count that is mostly 0 with rare bursts: the week's mean sits above 0, its median at 0.
+    A day ahead the fitted pull brings a burst back to 0, where the count usually is, and
+    nowhere else (a pull toward the mean would leave every forecast above 0)."""
+    rng = np.random.default_rng(7)
+    x = np.where(rng.random(144 * 16) < 0.05, rng.poisson(30, 144 * 16), 0).astype(float)
+    s = F.Series(0.0, STEP, x)
+    m = F.fit("revert", s, 0, 14 * 144)
+    hist = np.concatenate((x[: 15 * 144], [12.0]))  # a burst in the last bucket
+    w = m.weights(144)
+    assert w[-1] > 0
+    assert np.allclose(m.point(hist, 144), 12.0 * (1 - w))  # pulled toward 0, the median
+    assert np.allclose(m.point(hist[:-1][hist[:-1] == 0][-2000:], 144), 0.0)  # at the median, no pull at all
 
 
 def test_it_beats_the_latest_value_a_day_ahead_where_demand_reverts():
@@ -114,8 +129,8 @@ def test_constant_and_gappy_series():
     mg = F.fit("revert", g, 0, len(g))
     out = mg.point(gappy, 144)
     assert np.all(np.isfinite(out))
-    now, mean = gappy[~np.isnan(gappy)][-1], np.nanmean(gappy[-WEEK_STEPS:])
-    assert np.allclose(out, now + mg.weights(144) * (mean - now))
+    now, median = gappy[~np.isnan(gappy)][-1], np.nanmedian(gappy[-WEEK_STEPS:])
+    assert np.allclose(out, now + mg.weights(144) * (median - now))
     nothing = F.Series(0.0, STEP, np.full(200, np.nan))
     assert np.allclose(F.fit("revert", nothing, 0, 200).point(nothing.values, 6), 0.0)
 
@@ -126,7 +141,7 @@ def test_revert_is_a_candidate_and_the_selections_default():
     s = reverting(9)
     sel = F.select(s, 0, len(s), 144)
     assert sel is not None and "revert" in sel.mase and sel.default == "revert"
-    # under a week of history there is no week's mean: not a candidate, and the latest value is the default
+    # under a week of history there is no week's median: not a candidate, and the latest value is the default
     short = F.select(s, 0, 5 * 144, 6)
     assert short is not None and "revert" not in short.mase and short.model != "revert"
     assert short.default == "latest"

@@ -1,5 +1,5 @@
 """GPU-demand forecasting: a model set (the latest demand, the latest demand pulled toward
-the week's mean, ETS and Theta on statsmodels,
+the week's median, ETS and Theta on statsmodels,
 Prophet, the seasonal-naive and last-value baselines, a median ensemble), selected per series
 and per horizon by a backtest on the history alone, with rolling-origin evaluations so every
 forecast can show its own skill.
@@ -22,7 +22,7 @@ band is the 10th-90th percentile of its own backtest errors per lead time (split
 Too little history to select (under 6 hours plus the horizon): the latest demand, held.
 
 Modules: `series` (the grid), `models` (the fitted-model interface and the simple models),
-`revert` (the latest demand pulled toward the week's mean), `statistical` (ETS, Theta), `prophet` (the Prophet adapter), `fitting` (a model by name, with
+`revert` (the latest demand pulled toward the week's median), `statistical` (ETS, Theta), `prophet` (the Prophet adapter), `fitting` (a model by name, with
 fallbacks), `backtest` (the one evaluation: MASE, sMAPE, coverage, spread origins), `selection`
 (`select`, the served `SelectedModel`, `evaluate`), `select` (fallbacks, `fit_model`,
 `forecast`), `report` (what the REST API returns). Every name is re-exported here:

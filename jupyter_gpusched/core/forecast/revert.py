@@ -1,16 +1,19 @@
-"""``revert``: the latest demand, pulled part of the way toward the series' recent mean.
+"""``revert``: the latest demand, pulled part of the way toward where the series has stood lately.
 
 These series move in long steps; a step often partly undoes itself (a burst of jobs ends, a
 drained pool refills), so a day ahead the level is somewhere between where demand stands now
 and where it has stood lately. The forecast for lead k (k = 1..horizon buckets after the
 origin) is
 
-    now + w[k] * (mean of the last week before the origin - now)
+    now + w[k] * (median of the last week before the origin - now)
 
 where ``now`` is the latest sample (as `LatestModel`) and ``w[k]`` in [0, `MAX_WEIGHT`] is
 chosen per lead time on the training window only: the weight on a grid of `GRID` steps with
 the least mean absolute error over every origin inside the window whose lead-k target is
 also inside it (ties go to the smaller weight, so a flat or short window gives ``latest``).
+The week's median, not its mean: the forecast is scored (and its weights fitted) by absolute
+error, whose best constant is the median; a few bursts, or a count that is mostly 0, lift the
+mean away from where demand usually stands.
 The weights are fitted lazily for the largest horizon asked for, from the training window
 alone; forecasting at a later origin reads the history up to that origin and nothing after.
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import numpy as np
 
@@ -29,10 +33,10 @@ from .series import WEEK
 
 __all__ = ["GRID", "MAX_WEIGHT", "MIN_ORIGINS", "MIN_REVERT_S", "RevertModel"]
 
-MAX_WEIGHT = 0.25  # the most the week's mean may pull the forecast, at any lead time
+MAX_WEIGHT = 0.25  # the most the week's median may pull the forecast, at any lead time
 GRID = 11  # weights tried: 0, 0.025, ..., 0.25
 MIN_ORIGINS = 12  # a lead time with fewer training origins keeps weight 0 (the latest value)
-MIN_REVERT_S = WEEK  # the selection offers `revert` only on a window of a week or more: its mean is a week's
+MIN_REVERT_S = WEEK  # the selection offers `revert` only on a window of a week or more: its median is a week's
 
 
 def _ffill(y: np.ndarray) -> np.ndarray:
@@ -46,16 +50,15 @@ def _ffill(y: np.ndarray) -> np.ndarray:
     return out
 
 
-def _trailing_mean(y: np.ndarray, window: int) -> np.ndarray:
-    """out[i] = mean of the finite values in y[i+1-window : i+1] (NaN where there are none)."""
-    ok = ~np.isnan(y)
-    s = np.concatenate(([0.0], np.cumsum(np.where(ok, y, 0.0))))
-    c = np.concatenate(([0], np.cumsum(ok)))
-    hi = np.arange(1, len(y) + 1)
-    lo = np.maximum(hi - window, 0)
-    n = c[hi] - c[lo]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, (s[hi] - s[lo]) / np.maximum(n, 1), math.nan)
+def _trailing_median(y: np.ndarray, window: int) -> np.ndarray:
+    """out[i] = median of the finite values in y[i+1-window : i+1] (NaN where there are none)."""
+    if len(y) == 0:
+        return np.zeros(0)
+    pad = np.concatenate((np.full(window - 1, math.nan), y))
+    view = np.lib.stride_tricks.sliding_window_view(pad, window)
+    with warnings.catch_warnings():  # an all-NaN stretch is NaN, as documented
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(view, axis=1)
 
 
 class RevertModel(LatestModel):
@@ -71,15 +74,14 @@ class RevertModel(LatestModel):
     # --- fitting, on the training window only ---------------------------------------------
     def _origin_state(self) -> tuple[np.ndarray, np.ndarray]:
         """For each training origin n (forecasting bucket lo+n onward from the buckets before
-        it), ``now`` and the week's mean minus ``now``; index i is origin i+1."""
+        it), ``now`` and the week's median minus ``now``; index i is origin i+1."""
         y = self.train
         now = y.copy()
         if self.latest is not None:
             lat = self.latest[self.lo : self.hi]
             now = np.where(np.isnan(lat), y, lat)
         now = _ffill(now)
-        mean = _trailing_mean(y, self.window)
-        return now, mean - now
+        return now, _trailing_median(y, self.window) - now
 
     def _fit(self, horizon: int) -> None:
         t0 = time.perf_counter()
@@ -109,7 +111,7 @@ class RevertModel(LatestModel):
         self.fit_s += time.perf_counter() - t0
 
     def weights(self, horizon: int) -> np.ndarray:
-        """The per-lead weights on the week's mean, fitted on the training window."""
+        """The per-lead weights on the week's median, fitted on the training window."""
         if horizon > self._fitted_for:
             self._fit(horizon)
         return self._weights[:horizon]
@@ -119,10 +121,10 @@ class RevertModel(LatestModel):
         now = self._now(history)
         tail = history[-self.window :]
         ok = tail[~np.isnan(tail)]
-        mean = float(ok.mean()) if len(ok) else now
+        median = float(np.median(ok)) if len(ok) else now
         if not len(history) or math.isnan(last_valid(history)[0]):
-            mean = now
-        return now + self.weights(horizon) * (mean - now)
+            median = now
+        return now + self.weights(horizon) * (median - now)
 
     def errors(self, horizon):
         self.weights(horizon)

@@ -4,7 +4,7 @@
 (`SELECT_SPAN_S`; one origin an hour, each candidate fitted once on what came before the
 first origin and run forward over the data up to each origin), adds the median of the best
 `ENSEMBLE_SIZE` candidates, and picks the lowest mean MASE; a challenger replaces the
-default (`DEFAULT_MODEL`, ``revert``: the latest demand pulled toward the week's mean; the
+default (`DEFAULT_MODEL`, ``revert``: the latest demand pulled toward the week's median; the
 latest demand held where the window is under a week) only when it beats it by `SELECT_MARGIN` on
 average and at two origins in three, because a few days of origins rank close models by chance;
 where the origins overlap (a day ahead, hourly origins share all but an hour of their
@@ -58,7 +58,7 @@ __all__ = [
 AUTO = "auto"
 ENSEMBLE = "ensemble"
 CANDIDATES = ("revert", "latest", "prophet-ar", "ets", "seasonal-naive", "last-value")
-DEFAULT_MODEL = "revert"  # the latest demand pulled toward the week's mean (core.forecast.revert)
+DEFAULT_MODEL = "revert"  # the latest demand pulled toward the week's median (core.forecast.revert)
 UNCHANGED = "unchanged"  # the selection before the sign test: a challenger better at 2 origins in 3
 SELECT_MARGIN = 0.05  # a challenger must backtest 5% better than the default to be served
 ENSEMBLE_SIZE = 3
@@ -164,7 +164,7 @@ def select(
         if c == force
         or not (c.startswith("prophet") and (fit_s < MIN_WEEKLY_S or not seasonal))
         and not (c == "seasonal-naive" and (fit_s < DAY or not seasonal))
-        and not (c == "revert" and (hi - lo) * step < MIN_REVERT_S)  # the week's mean needs a week
+        and not (c == "revert" and (hi - lo) * step < MIN_REVERT_S)  # the week's median needs a week
     ]
     window = series.head(hi)  # nothing after the window
     bt = backtest(
