@@ -97,7 +97,7 @@ def gpu_number_series(traces: Path) -> list[tuple[str, F.Series]]:
     out = []
     for cluster in ("earth", "venus"):
         df = pd.read_csv(traces / "sensetime_helios_2020" / f"{cluster}_cluster_gpu_number.csv")
-        t = (pd.to_datetime(df["date"]) - pd.Timestamp(0)).dt.total_seconds().to_numpy(float)
+        t = _seconds(df["date"])
         for col in df.columns[1:]:
             y = df[col].to_numpy(float)
             if np.ptp(y) > 0:
@@ -110,9 +110,21 @@ def gpu_number_series(traces: Path) -> list[tuple[str, F.Series]]:
 PHILLY_MIN_JOBS = 1000
 
 
+def _seconds(stamps: pd.Series) -> np.ndarray:
+    """Date-time strings as seconds since the epoch (the traces' clocks, no time zone)."""
+    return (pd.to_datetime(stamps) - pd.Timestamp(0)).dt.total_seconds().to_numpy(float)
+
+
+def _philly(traces: Path) -> tuple[pd.DataFrame, list[str]]:
+    """The Philly jobs, and the VCs with at least `PHILLY_MIN_JOBS` of them (sorted)."""
+    jobs = pd.read_csv(traces / "microsoft_philly_2017" / "philly_jobs_pollux.csv.gz")
+    sizes = jobs["cluster"].value_counts()
+    return jobs, sorted(sizes[sizes >= PHILLY_MIN_JOBS].index)
+
+
 def _counts(stamps: pd.Series) -> F.Series:
     """Arrivals per 10-minute bucket (0 where none came), from the first arrival's bucket on."""
-    t = (pd.to_datetime(stamps) - pd.Timestamp(0)).dt.total_seconds().to_numpy(float)
+    t = _seconds(stamps)
     step = F.DEFAULT_STEP_S
     b = np.floor(t / step).astype(np.int64)
     counts = np.bincount(b - b.min()).astype(float)
@@ -120,10 +132,9 @@ def _counts(stamps: pd.Series) -> F.Series:
 
 
 def arrival_series(traces: Path) -> list[tuple[str, F.Series]]:
-    jobs = pd.read_csv(traces / "microsoft_philly_2017" / "philly_jobs_pollux.csv.gz", usecols=["timestamp", "cluster"])
+    jobs, vcs = _philly(traces)
     out = [("philly-all", _counts(jobs["timestamp"]))]
-    sizes = jobs["cluster"].value_counts()
-    for vc in sorted(sizes[sizes >= PHILLY_MIN_JOBS].index):
+    for vc in vcs:
         out.append((f"philly-{vc}", _counts(jobs.loc[jobs["cluster"] == vc, "timestamp"])))
     lora = pd.read_csv(traces / "alibaba_genai_v2026" / "lora_request_trace.csv.gz", usecols=["gmt_create"])
     out.append(("genai-lora-requests", _counts(lora["gmt_create"])))
@@ -147,12 +158,11 @@ def demand_series(traces: Path) -> list[tuple[str, F.Series]]:
     """Offered GPU demand: each job's GPUs from its submission for its duration (Philly: the
     cluster and each VC with at least `PHILLY_MIN_JOBS` jobs), and each Alibaba pod that ran,
     its GPUs (num_gpu x gpu_milli / 1000) from creation to deletion."""
-    jobs = pd.read_csv(traces / "microsoft_philly_2017" / "philly_jobs_pollux.csv.gz")
-    start = (pd.to_datetime(jobs["timestamp"]) - pd.Timestamp(0)).dt.total_seconds().to_numpy(float)
+    jobs, vcs = _philly(traces)
+    start = _seconds(jobs["timestamp"])
     end, gpus = start + jobs["duration"].to_numpy(float), jobs["num_gpus"].to_numpy(float)
     out = [("philly-demand-all", _running(start, end, gpus))]
-    sizes = jobs["cluster"].value_counts()
-    for vc in sorted(sizes[sizes >= PHILLY_MIN_JOBS].index):
+    for vc in vcs:
         sel = (jobs["cluster"] == vc).to_numpy()
         out.append((f"philly-demand-{vc}", _running(start[sel], end[sel], gpus[sel])))
     pods = pd.read_csv(traces / "alibaba_gpu_v2023" / "openb_pod_list_default.csv.gz")

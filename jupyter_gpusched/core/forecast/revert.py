@@ -50,15 +50,18 @@ def _ffill(y: np.ndarray) -> np.ndarray:
     return out
 
 
-def _trailing_median(y: np.ndarray, window: int) -> np.ndarray:
-    """out[i] = median of the finite values in y[i+1-window : i+1] (NaN where there are none)."""
-    if len(y) == 0:
-        return np.zeros(0)
+def _trailing_median(y: np.ndarray, window: int, first: int = 0) -> np.ndarray:
+    """out[i] = median of the finite values in y[i+1-window : i+1] (NaN where there are none),
+    for i >= `first` only (NaN before: the fit uses no origin there, and each median costs a window)."""
+    out = np.full(len(y), math.nan)
+    if first >= len(y):
+        return out
     pad = np.concatenate((np.full(window - 1, math.nan), y))
-    view = np.lib.stride_tricks.sliding_window_view(pad, window)
+    view = np.lib.stride_tricks.sliding_window_view(pad, window)[first:]
     with warnings.catch_warnings():  # an all-NaN stretch is NaN, as documented
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmedian(view, axis=1)
+        out[first:] = np.nanmedian(view, axis=1)
+    return out
 
 
 class RevertModel(LatestModel):
@@ -72,16 +75,17 @@ class RevertModel(LatestModel):
         self._fitted_for = 0
 
     # --- fitting, on the training window only ---------------------------------------------
-    def _origin_state(self) -> tuple[np.ndarray, np.ndarray]:
+    def _origin_state(self, first: int) -> tuple[np.ndarray, np.ndarray]:
         """For each training origin n (forecasting bucket lo+n onward from the buckets before
-        it), ``now`` and the week's median minus ``now``; index i is origin i+1."""
+        it), ``now`` and the week's median minus ``now`` (NaN before index `first`); index i is
+        origin i+1."""
         y = self.train
         now = y.copy()
         if self.latest is not None:
             lat = self.latest[self.lo : self.hi]
             now = np.where(np.isnan(lat), y, lat)
         now = _ffill(now)
-        return now, _trailing_median(y, self.window) - now
+        return now, _trailing_median(y, self.window, first) - now
 
     def _fit(self, horizon: int) -> None:
         t0 = time.perf_counter()
@@ -90,9 +94,9 @@ class RevertModel(LatestModel):
         w = np.zeros(horizon)
         errors = np.full((1, horizon), math.nan)
         if n >= 2:
-            now, diff = self._origin_state()
             # origin i+1 (after bucket i) forecasts y[i+1 : i+1+horizon]
             start = min(self.window, n // 2)  # origins with at least half the window (or a week) behind them
+            now, diff = self._origin_state(max(start - 1, 0))
             idx = np.arange(max(start - 1, 0), n - 1)
             idx = idx[np.isfinite(now[idx]) & np.isfinite(diff[idx])]
             if len(idx):
