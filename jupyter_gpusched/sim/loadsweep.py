@@ -25,7 +25,10 @@ Tenants' `share`s become quotas of the scaled cluster.
 Per policy it prints, over the windows: the median and the worst (largest) ratio of its
 average JCT to tiresias's, to the srpt oracle's and to fifo's, each on the jobs both
 completed; the median and worst GPU-hours lost to preemption and interruption; and the
-aging-order violations (`low_priority_overtaken`, summed, and in how many windows).
+aging-order violations (`low_priority_overtaken`, summed, and in how many windows); and the
+median and worst ratio of its cost per completed job to fifo's. fifo runs on the scenario's
+own pools, which every fixed-pool policy pays for alike (`static` too, a little more per job
+where it takes longer or rejects jobs); `spot-hybrid`, on its own pools, is what the figure is for.
 """
 
 from __future__ import annotations
@@ -202,11 +205,18 @@ def replay_window(sc: Scenario, policies: Sequence[str]) -> dict[str, dict]:
             "avg_jct_h": (s["avg_jct_s"] or 0.0) / 3600.0,
             "utilization": s["utilization"],
             "rejected": s["rejected"],
+            "cost_per_job": s["cost_per_job"],
         }
         for ref in REFERENCES:
             if ref in runs:
                 row[f"jct/{ref}"] = compare_on_common_jobs(res, runs[ref]).get("avg_jct_s")
         out[pol] = row
+    # what a job costs against fifo on the scenario's own pools (what any fixed-pool policy pays,
+    # static's included): the figure `spot-hybrid`, on its own pools, is for
+    fifo_cost = out.get("fifo", {}).get("cost_per_job")
+    for row in out.values():
+        c = row["cost_per_job"]
+        row["cost/fifo"] = c / fifo_cost if c is not None and fifo_cost else None
     return out
 
 
@@ -228,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--windows", type=int, help="replay only the first N chosen windows")
     p.add_argument("--dev", action="store_true", help="replay the development (even) windows, not the held-out ones")
     p.add_argument("--policies", help="comma-separated (default: the scenario's, less static)")
-    p.add_argument("--plot", help="write a PNG of JCT/srpt and GPU-hours lost against load here")
+    p.add_argument("--plot", help="write a PNG of JCT/srpt, GPU-hours lost and cost per job against load here")
     p.add_argument("--json", help="write every window's figures here")
     p.add_argument("--estimates", choices=ESTIMATES, help="the jobs' runtime estimates (default: the scenario's)")
     p.add_argument(
@@ -308,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         header = (
             f"{'policy':<12} {'JCT/tiresias':>14} {'JCT/srpt':>14} {'JCT/fifo':>14} "
-            f"{'GPU-h lost':>16} {'low overtaken':>16}"
+            f"{'GPU-h lost':>16} {'low overtaken':>16} {'cost/job/fifo':>14}"
         )
         print(header)
         print("-" * len(header))
@@ -318,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{pol:<12} {_cell(d.get('jct/tiresias', [])):>14} {_cell(d.get('jct/srpt', [])):>14} "
                 f"{_cell(d.get('jct/fifo', [])):>14} {_cell(d.get('gpu_hours_lost', []), '{:.1f}'):>16} "
-                f"{f'{sum(ov)} in {sum(1 for x in ov if x)} win':>16}"
+                f"{f'{sum(ov)} in {sum(1 for x in ov if x)} win':>16} {_cell(d.get('cost/fifo', [])):>14}"
             )
     print(
         f"\n{len(loads) * len(chosen)} windows x {len(policies)} policies replayed in {time.perf_counter() - t0:.0f} s"
@@ -349,15 +359,14 @@ def plot(table: dict[float, dict[str, dict[str, list]]], policies: Sequence[str]
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     loads = sorted(table)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4))
     for pol in policies:
         # the median over windows (solid) hides the window a policy does badly in: the worst too (dashed)
-        jcts = [[x for x in table[L][pol].get("jct/srpt", []) if x] for L in loads]
-        losts = [table[L][pol].get("gpu_hours_lost", []) for L in loads]
-        (line,) = a.plot(loads, [statistics.median(v) if v else math.nan for v in jcts], marker="o", label=pol)
-        a.plot(loads, [max(v) if v else math.nan for v in jcts], ls="--", color=line.get_color(), alpha=0.7)
-        b.plot(loads, [statistics.median(v) if v else math.nan for v in losts], marker="o", label=pol)
-        b.plot(loads, [max(v) if v else math.nan for v in losts], ls="--", color=line.get_color(), alpha=0.7)
+        (line,) = a.plot([], [], marker="o", label=pol)
+        for ax, key in ((a, "jct/srpt"), (b, "gpu_hours_lost"), (c, "cost/fifo")):
+            vals = [[x for x in table[L][pol].get(key, []) if x is not None] for L in loads]
+            ax.plot(loads, [statistics.median(v) if v else math.nan for v in vals], marker="o", color=line.get_color())
+            ax.plot(loads, [max(v) if v else math.nan for v in vals], ls="--", color=line.get_color(), alpha=0.7)
     a.set_xlabel("offered load")
     a.set_ylabel("avg JCT / srpt oracle (solid: median, dashed: worst)")
     a.axhline(1.0, color="grey", lw=0.5)
@@ -369,6 +378,10 @@ def plot(table: dict[float, dict[str, dict[str, list]]], policies: Sequence[str]
         a.yaxis.set_minor_formatter(NullFormatter())
     b.set_xlabel("offered load")
     b.set_ylabel("GPU-hours lost (solid: median, dashed: worst)")
+    c.set_xlabel("offered load")
+    c.set_ylabel("cost per job / fifo's (solid: median, dashed: worst)")
+    c.axhline(1.0, color="grey", lw=0.5)
+    c.set_ylim(bottom=0)
     a.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
