@@ -25,7 +25,9 @@ from jupyter_gpusched.core.scaling import (
     ElasticScaler,
     PoolSizing,
     ScalingConfig,
+    advise,
     plan,
+    preemptible_share,
     target_gpus,
 )
 
@@ -327,6 +329,48 @@ def test_plan_respects_bounds_split_and_cooldown():
     assert {x.pool: x.nodes for x in grow} == {"ondemand": 10}
     with pytest.raises(ValueError):
         ScalingConfig(spot_share=1.5)
+
+
+def test_a_learnt_spot_share_is_the_preemptible_part_of_last_weeks_requests():
+    """spot_share "auto" (None): the preemptible jobs' share of the GPU-seconds asked for over the
+    last week -- each job from its submission to its end, or now -- sizes spot pools, the rest
+    (the work that may not run on spot) on-demand ones. A real scheduler's jobs, queued,
+    running and finished."""
+    from jupyter_gpusched.core.model import JobSpec
+    from jupyter_gpusched.core.placement import Cluster, Pool
+    from jupyter_gpusched.core.scheduler import Scheduler
+
+    week = 7 * 86400.0
+    s = Scheduler(
+        Cluster([NodeSpec("od-0", 8, "ondemand"), NodeSpec("sp-0", 8, "spot")], [Pool("ondemand"), Pool("spot", True)])
+    )
+    now = 10 * 86400.0
+    old = s.submit(JobSpec("n.ipynb", gpus=8, preemptible=True), 0.0)  # asked before the week, ended then: not counted
+    old.finished_at = 3600.0
+    done = s.submit(JobSpec("n.ipynb", gpus=2, preemptible=False), now - 2 * 86400)  # 2 GPUs for a day
+    done.finished_at = now - 86400
+    s.submit(JobSpec("n.ipynb", gpus=1, preemptible=True), now - 8 * 86400)  # 1 GPU, still asking: 7 days of it count
+    s.submit(JobSpec("n.ipynb", gpus=4, preemptible=True), now - 3600)  # 4 GPUs for the last hour
+    pre, non = 1 * week + 4 * 3600, 2 * 86400
+    share, counted = preemptible_share(s.jobs.values(), now)
+    assert counted == 3 and share == pytest.approx(pre / (pre + non))
+    assert preemptible_share([], now) == (0.0, 0)
+
+    pools = [PoolSizing("ondemand", 8, 0, 10), PoolSizing("spot", 8, 0, 10, spot=True)]
+    learnt = ElasticScaler(pools, ScalingConfig(lead_s=1800, cooldown_s=3600, spot_share=None))
+    a = advise(s, learnt, now, [now, now + 600], [80.0, 80.0])
+    assert a.spot_share == pytest.approx(share) and "3 jobs" in a.spot_share_source
+    sizes = {p.name: p.recommended_nodes for p in a.pools}
+    assert sizes == {"ondemand": math.ceil(80 * (1 - share) / 8), "spot": math.ceil(80 * share / 8)}
+    # configured: as before, and says so
+    fixed = advise(s, ElasticScaler(pools, ScalingConfig(spot_share=0.5)), now, [now, now + 600], [80.0, 80.0])
+    assert fixed.spot_share == 0.5 and fixed.spot_share_source == "configured"
+    assert {p.name: p.recommended_nodes for p in fixed.pools} == {"ondemand": 5, "spot": 5}
+    # nothing learnt yet: all on demand
+    empty = Scheduler(Cluster([NodeSpec("od-0", 8, "ondemand")], [Pool("ondemand"), Pool("spot", True)]))
+    none = advise(empty, ElasticScaler(pools, ScalingConfig(spot_share=None)), now, [now, now + 600], [16.0, 16.0])
+    assert none.spot_share == 0.0 and "no jobs yet" in none.spot_share_source
+    assert {p.name: p.recommended_nodes for p in none.pools} == {"ondemand": 2, "spot": 0}
 
 
 def test_scaler_remembers_what_it_asked():

@@ -4,6 +4,7 @@ same figures in /gpusched/metrics, and clear errors for a bad `c.GPUSched.scalin
 
 from __future__ import annotations
 
+import asyncio
 import math
 from datetime import datetime, timedelta, timezone
 
@@ -97,12 +98,43 @@ async def test_a_scheduled_run_due_within_the_lead_time_is_capacity_asked_for(ap
     assert rec["forecast_peak_gpus"] >= 2 and rec["wanted_gpus"] >= 2
 
 
+@pytest.mark.parametrize(
+    "gpusched_config", [{"scaling": {"spot_share": "auto", "pools": {"local": {"min_nodes": 1, "max_nodes": 4}}}}]
+)
+async def test_a_learnt_spot_share_says_what_it_learnt_from(api, jp_root_dir):
+    """spot_share "auto": the share is the preemptible jobs' part of what was asked for, and the
+    answer says so (the core test checks the arithmetic on a cluster with a spot pool)."""
+    code, rec = await api("GET", "scaling")
+    assert code == 200, rec
+    check(PATH, "GET", 200, rec)
+    assert rec["spot_share"] == 0 and rec["spot_share_source"] == "learnt: no jobs yet, so all on demand"
+    make_notebook(jp_root_dir / "hold.ipynb", "import time; time.sleep(60)")
+    jobs = []
+    for gpus, preemptible in ((1, False), (1, True), (2, True)):
+        code, job = await api("POST", "jobs", {"notebook": "hold.ipynb", "gpus": gpus, "preemptible": preemptible})
+        assert code == 201, job
+        jobs.append(job)
+    await asyncio.sleep(0.3)  # long enough that the API's millisecond times measure it to within 1%
+    code, rec = await api("GET", "scaling")
+    check(PATH, "GET", 200, rec)
+    # each has asked for its GPUs since its submission
+    now = datetime.fromisoformat(rec["decided_at"]).timestamp()
+    asked = {True: 0.0, False: 0.0}
+    for job in jobs:
+        asked[job["preemptible"]] += job["gpus"] * (now - datetime.fromisoformat(job["created"]).timestamp())
+    assert rec["spot_share"] == pytest.approx(asked[True] / (asked[True] + asked[False]), abs=0.05), rec
+    assert 0 < rec["spot_share"] < 1 and "3 jobs" in rec["spot_share_source"], rec
+    for job in jobs:
+        assert (await api("DELETE", f"jobs/{job['id']}"))[0] == 200
+
+
 def test_bad_scaling_config_says_what_is_wrong():
     assert parse_scaling({}).config.lead_s == 1800
     for raw, words in [
         ({"lead": 30}, "unknown keys"),
         ({"headroom": "lots"}, "must be a number"),
         ({"spot_share": 2}, "spot_share"),
+        ({"spot_share": "sometimes"}, "a number between 0 and 1, or 'auto'"),
         ({"pools": {"a100": {"max_nodes": -1}}}, "whole number"),
         ({"pools": {"a100": {"max": 3}}}, "keys among"),
         ({"pools": {"a100": {"min_nodes": 3, "max_nodes": 1}}}, "min_nodes"),

@@ -6,8 +6,10 @@ The rule (`plan`): the GPUs wanted now are the largest upper quantile of the dem
 forecast over the next `lead_s` seconds (at least the time a node takes to come up plus
 one decision interval), or the demand seen now if that is larger, plus `headroom`. So
 capacity is asked for *before* the peak it is meant for. A share `spot_share` of it
-(the preemptible part of demand) goes to spot pools, the rest (and whatever spot pools
-cannot hold) to on-demand pools; each pool gets whole nodes within its min/max. A pool
+(the preemptible part of demand: configured, or learnt by `preemptible_share` from the
+GPU-hours the cluster's jobs asked for over the last week) goes to spot pools, the rest
+(and whatever spot pools cannot hold) to on-demand pools, so the on-demand pools are sized
+to the work that may not run on spot; each pool gets whole nodes within its min/max. A pool
 grows at once; it shrinks only when `cooldown_s` has passed since its last change, so
 capacity leaves after the peak, not in the dip between two bursts.
 
@@ -24,7 +26,7 @@ does any policy's; the live service recommends them (it cannot buy nodes).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,8 +54,11 @@ __all__ = [
     "needed_gpus",
     "plan",
     "pool_sizings",
+    "preemptible_share",
     "target_gpus",
 ]
+
+SHARE_WINDOW_S = 7 * 86400.0  # a learnt spot share reads the last week of requests
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,13 +87,33 @@ class ScalingConfig:
     lead_s: float = 1800.0  # look this far ahead: >= node start-up + one decision interval
     cooldown_s: float = 3600.0  # no shrinking a pool within this long of its last change
     headroom: float = 0.0  # extra share on top of the target (0.1 = 10%)
-    spot_share: float = 0.0  # share of demand that may run on spot (preemptible work)
+    # share of demand that may run on spot (preemptible work); None: learnt (`preemptible_share`)
+    spot_share: float | None = 0.0
 
     def __post_init__(self) -> None:
         if self.lead_s < 0 or self.cooldown_s < 0 or self.headroom < 0:
             raise ValueError("lead_s, cooldown_s and headroom must be 0 or more")
-        if not 0 <= self.spot_share <= 1:
+        if self.spot_share is not None and not 0 <= self.spot_share <= 1:
             raise ValueError("spot_share must be between 0 and 1")
+
+
+def preemptible_share(jobs: Iterable[Job], now: float, window_s: float = SHARE_WINDOW_S) -> tuple[float, int]:
+    """The preemptible jobs' share of the GPU-seconds asked for over [now - window_s, now]:
+    each job asks for its GPUs from its submission until it ended (or now), queued or
+    running, as the demand the forecast reads does. That share may go to spot; the rest
+    needs on-demand GPUs. Returns (share, jobs counted); (0.0, 0) when none asked: with
+    nothing learnt, everything stays on demand."""
+    since = now - window_s
+    asked = {True: 0.0, False: 0.0}
+    counted = 0
+    for j in jobs:
+        end = now if j.finished_at is None else min(j.finished_at, now)
+        held = end - max(j.submitted_at, since)
+        if held > 0:
+            asked[j.spec.preemptible] += held * j.gpus
+            counted += 1
+    total = asked[True] + asked[False]
+    return (asked[True] / total if total > 0 else 0.0), counted
 
 
 def target_gpus(
@@ -113,15 +138,18 @@ def plan(
     current: Mapping[str, int],
     config: ScalingConfig,
     last_change: Mapping[str, float] | None = None,
+    spot_share: float | None = None,
 ) -> list[Scale]:
     """Scale decisions for pools whose size should change, given the GPUs wanted now
     (already including the look-ahead). `current`: each pool's size (nodes, counting those
-    on their way); `last_change`: when each pool last changed size."""
+    on their way); `last_change`: when each pool last changed size; `spot_share`: the share
+    for spot pools when the config's is learnt (None there and here: none)."""
     last_change = last_change or {}
     need = needed_gpus(wanted_gpus, config)
     spot_pools = [p for p in pools if p.spot]
     od_pools = [p for p in pools if not p.spot]
-    need_spot = need * config.spot_share if spot_pools else 0.0
+    share = config.spot_share if config.spot_share is not None else spot_share or 0.0
+    need_spot = need * share if spot_pools else 0.0
     need_od = need - need_spot
     spot_room = sum(p.max_gpus for p in spot_pools)
     if need_spot > spot_room:
@@ -188,10 +216,12 @@ class ElasticScaler:
         demand seen now. A pool's size is the last size asked for, else `current`."""
         return self.resize(now, max(target_gpus(now, times, upper, self.config.lead_s), demand_now), current)
 
-    def resize(self, now: float, wanted_gpus: float, current: Mapping[str, int]) -> list[Scale]:
+    def resize(
+        self, now: float, wanted_gpus: float, current: Mapping[str, int], spot_share: float | None = None
+    ) -> list[Scale]:
         """`plan` for `wanted_gpus` (the look-ahead already in it), remembering what it asked."""
         sizes = {p.name: self.asked.get(p.name, int(current.get(p.name, 0))) for p in self.pools}
-        decisions = plan(now, wanted_gpus, self.pools, sizes, self.config, self.last_change)
+        decisions = plan(now, wanted_gpus, self.pools, sizes, self.config, self.last_change, spot_share)
         for d in decisions:
             self.asked[d.pool] = d.nodes
             self.last_change[d.pool] = now
@@ -260,6 +290,8 @@ class Advice:
     wanted_gpus: float
     pools: tuple[PoolAdvice, ...]
     decisions: tuple[Scale, ...]
+    spot_share: float = 0.0  # the share that went to spot pools
+    spot_share_source: str = "configured"  # or how it was learnt
 
 
 def advise(
@@ -278,7 +310,17 @@ def advise(
     peak = target_gpus(now, times, upper, cfg.lead_s)
     wanted = max(peak, demand)
     current = {p.name: len(s.cluster.nodes_in(p.name)) for p in scaler.pools}
-    decisions = scaler.resize(now, wanted, current)
+    if cfg.spot_share is None:
+        share, counted = preemptible_share(s.jobs.values(), now)
+        source = (
+            f"learnt: preemptible jobs' share of the GPU-hours {counted} jobs asked for"
+            f" over the last {SHARE_WINDOW_S / 86400:.0f} days"
+            if counted
+            else "learnt: no jobs yet, so all on demand"
+        )
+    else:
+        share, source = cfg.spot_share, "configured"
+    decisions = scaler.resize(now, wanted, current, share)
     rows = []
     for p in scaler.pools:
         want = scaler.recommended(p.name, current[p.name])
@@ -286,7 +328,7 @@ def advise(
         rows.append(
             PoolAdvice(p.name, p.spot, p.gpus_per_node, current[p.name], want, p.min_nodes, p.max_nodes, reason)
         )
-    return Advice(demand, peak, needed_gpus(wanted, cfg), tuple(rows), tuple(decisions))
+    return Advice(demand, peak, needed_gpus(wanted, cfg), tuple(rows), tuple(decisions), share, source)
 
 
 class DemandFeed:

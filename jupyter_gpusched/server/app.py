@@ -133,7 +133,8 @@ class GPUSched(ExtensionApp):
         help=(
             "Pool-size recommendations from the demand forecast (GET gpusched/api/scaling, and "
             "gpusched_pool_recommended_nodes in /gpusched/metrics): {'lead_minutes': 30, 'cooldown_minutes': 60, "
-            "'headroom': 0.0, 'spot_share': 0.0, 'pools': {name: {'min_nodes', 'max_nodes', 'gpus_per_node'}}}. "
+            "'headroom': 0.0, 'spot_share': 0.0 (or 'auto': the preemptible jobs' share of the GPU-hours asked for "
+            "over the last week), 'pools': {name: {'min_nodes', 'max_nodes', 'gpus_per_node'}}}. "
             "See docs/forecasting.md."
         ),
     )

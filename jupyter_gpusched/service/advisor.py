@@ -3,7 +3,8 @@
 The live face of `core.scaling`, the rule the simulator evaluates (benchmarks/scaling_eval.py):
 the GPUs wanted are the largest upper edge of the demand forecast over the next
 `lead_minutes` (or the demand seen now, if larger), plus `headroom`; a `spot_share` of them
-goes to spot pools; each pool gets whole nodes within its min/max; a pool grows at once
+(a number, or ``"auto"``: the preemptible jobs' share of the GPU-hours asked for over the last
+week) goes to spot pools; each pool gets whole nodes within its min/max; a pool grows at once
 and shrinks only after `cooldown_minutes` since its last change.
 
 The scheduler cannot buy nodes (a cluster autoscaler, Karpenter or a cloud API does), so it
@@ -39,7 +40,7 @@ class ScalingSettings:
 
 def parse_scaling(raw: dict[str, Any]) -> ScalingSettings:
     """`c.GPUSched.scaling`, checked: {"lead_minutes": 30, "cooldown_minutes": 60,
-    "headroom": 0.1, "spot_share": 0.3, "pools": {name: {"min_nodes", "max_nodes",
+    "headroom": 0.1, "spot_share": 0.3 (or "auto"), "pools": {name: {"min_nodes", "max_nodes",
     "gpus_per_node"}}}. Raises ValueError saying what is wrong."""
     unknown = set(raw) - SCALING_KEYS
     if unknown:
@@ -51,12 +52,15 @@ def parse_scaling(raw: dict[str, Any]) -> ScalingSettings:
             raise ValueError(f"c.GPUSched.scaling[{key!r}] must be a number, not {v!r}")
         return float(v)
 
+    share = raw.get("spot_share", 0.0)
+    if isinstance(share, str) and share != "auto":
+        raise ValueError(f"c.GPUSched.scaling['spot_share'] must be a number between 0 and 1, or 'auto', not {share!r}")
     try:
         config = ScalingConfig(
             lead_s=number("lead_minutes", 30) * 60,
             cooldown_s=number("cooldown_minutes", 60) * 60,
             headroom=number("headroom", 0.0),
-            spot_share=number("spot_share", 0.0),
+            spot_share=None if share == "auto" else number("spot_share", 0.0),
         )
     except ValueError as exc:
         raise ValueError(f"c.GPUSched.scaling: {exc}") from None
@@ -138,7 +142,8 @@ class Advisor:
             "lead_minutes": cfg.lead_s / 60,
             "cooldown_minutes": cfg.cooldown_s / 60,
             "headroom": cfg.headroom,
-            "spot_share": cfg.spot_share,
+            "spot_share": round(advice.spot_share, 4),
+            "spot_share_source": advice.spot_share_source,
             "demand_gpus": advice.demand_gpus,
             "forecast_peak_gpus": round(advice.forecast_peak_gpus, 3),
             "scheduled_peak_gpus": max((scheduled.get(t, 0) for t in times), default=0),
