@@ -19,7 +19,9 @@ Cluster variants:
 - forecast: the same pool sized by core.scaling from the upper edge of the forecaster's
   80% band (prophet-ar, refitted every 6 h on the demand the policy itself observed)
   over the next 30 min, or the demand now if higher; 1 h cool-down;
-- forecast+spot: as forecast, half the wanted GPUs on an elastic spot pool (0..48 nodes).
+- forecast+spot: as forecast, half the wanted GPUs on an elastic spot pool (0..48 nodes);
+- forecast+auto-spot: as forecast+spot, with the share for spot learnt (spot_share "auto":
+  the preemptible jobs' share of the GPU-hours asked for over the last week).
 
 Measured on the third week (jobs submitted 2017-10-23 -> 10-30; capacity and cost over
 that week): the first two weeks give the forecaster its history (it falls back to the
@@ -113,7 +115,8 @@ class Recorder(ElasticPolicy):
 
 
 def run_variant(name: str, nodes: int, traces: Path, verbose: bool = True) -> dict:
-    elastic = name in ("reactive", "forecast", "forecast+spot") or name.startswith("reactive+")
+    spot = name in ("forecast+spot", "forecast+auto-spot")
+    elastic = name in ("reactive", "forecast") or spot or name.startswith("reactive+")
     headroom = float(name[len("reactive+") : -1]) / 100 if name.startswith("reactive+") else 0.0
     od = {
         "name": "ondemand",
@@ -125,7 +128,7 @@ def run_variant(name: str, nodes: int, traces: Path, verbose: bool = True) -> di
     if elastic:
         od.update(min_nodes=2, max_nodes=48)
     pools = [od]
-    if name == "forecast+spot":
+    if spot:
         pools.append(
             {
                 "name": "spot",
@@ -145,7 +148,7 @@ def run_variant(name: str, nodes: int, traces: Path, verbose: bool = True) -> di
     cfg = ScalingConfig(
         lead_s=1800.0,
         cooldown_s=3600.0,
-        spot_share=0.5 if name == "forecast+spot" else 0.0,
+        spot_share={"forecast+spot": 0.5, "forecast+auto-spot": None}.get(name, 0.0),
         headroom=headroom,
     )
     feed = (
@@ -208,7 +211,10 @@ def run_variant(name: str, nodes: int, traces: Path, verbose: bool = True) -> di
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--traces", help="the shared traces folder (default: ../shared/traces)")
-    p.add_argument("--variants", default="fixed-p50,fixed-p90,fixed-max,reactive,reactive+25%,forecast,forecast+spot")
+    p.add_argument(
+        "--variants",
+        default="fixed-p50,fixed-p90,fixed-max,reactive,reactive+25%,forecast,forecast+spot,forecast+auto-spot",
+    )
     p.add_argument("--json")
     args = p.parse_args(argv)
     traces = traces_dir(None, args.traces)

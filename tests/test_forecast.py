@@ -362,6 +362,10 @@ def test_a_learnt_spot_share_is_the_preemptible_part_of_last_weeks_requests():
     assert a.spot_share == pytest.approx(share) and "3 jobs" in a.spot_share_source
     sizes = {p.name: p.recommended_nodes for p in a.pools}
     assert sizes == {"ondemand": math.ceil(80 * (1 - share) / 8), "spot": math.ceil(80 * share / 8)}
+    # counted again when a job arrives (else once per 10-minute bucket)
+    s.submit(JobSpec("n.ipynb", gpus=8, preemptible=False), now - 86400)
+    again = advise(s, learnt, now + 1, [now, now + 600], [80.0, 80.0])
+    assert again.spot_share < share and "4 jobs" in again.spot_share_source
     # configured: as before, and says so
     fixed = advise(s, ElasticScaler(pools, ScalingConfig(spot_share=0.5)), now, [now, now + 600], [80.0, 80.0])
     assert fixed.spot_share == 0.5 and fixed.spot_share_source == "configured"

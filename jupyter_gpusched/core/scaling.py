@@ -26,7 +26,7 @@ does any policy's; the live service recommends them (it cannot buy nodes).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -194,6 +194,8 @@ class ElasticScaler:
     asked: dict[str, int] = field(default_factory=dict)
 
     reasons: dict[str, str] = field(default_factory=dict)  # why each pool was last resized
+    # the learnt spot share, with (jobs known, 10-minute bucket) when it was counted
+    _share: tuple[tuple[int, int], float, int] | None = field(default=None, repr=False, init=False)
 
     def set_pools(self, pools: Sequence[PoolSizing]) -> None:
         """New limits for the same pools; when pools appeared or went, start afresh (the
@@ -227,6 +229,15 @@ class ElasticScaler:
             self.last_change[d.pool] = now
             self.reasons[d.pool] = d.reason
         return decisions
+
+    def learnt_share(self, jobs: Collection[Job], now: float) -> tuple[float, int]:
+        """`preemptible_share` of `jobs`, counted again only when a job was added or a new
+        10-minute bucket began: it reads every job the scheduler knows, and a week's share
+        moves slowly, while the server may be asked for advice many times a minute."""
+        key = (len(jobs), int(now // 600))
+        if self._share is None or self._share[0] != key:
+            self._share = (key, *preemptible_share(jobs, now))
+        return self._share[1], self._share[2]
 
     def recommended(self, pool: str, current: int) -> int:
         """The size last asked for `pool`, else the size it has."""
@@ -311,7 +322,7 @@ def advise(
     wanted = max(peak, demand)
     current = {p.name: len(s.cluster.nodes_in(p.name)) for p in scaler.pools}
     if cfg.spot_share is None:
-        share, counted = preemptible_share(s.jobs.values(), now)
+        share, counted = scaler.learnt_share(s.jobs.values(), now)
         source = (
             f"learnt: preemptible jobs' share of the GPU-hours {counted} jobs asked for"
             f" over the last {SHARE_WINDOW_S / 86400:.0f} days"
