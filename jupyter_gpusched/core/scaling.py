@@ -428,6 +428,7 @@ class ElasticPolicy(Policy):
         self.oracle = base.oracle
         self._next = -math.inf
         self.decisions: list[tuple[float, Scale]] = []
+        self.last_advice: Advice | None = None  # the latest `advise` answer
 
     # Every other hook is the wrapped policy's, delegated explicitly.
     def queue_key(self, config: SchedulerConfig) -> QueueKey:
@@ -453,7 +454,8 @@ class ElasticPolicy(Policy):
             times, upper = self.feed.upper(now)
         else:
             times, upper = np.zeros(0), np.zeros(0)
-        for d in advise(s, self.scaler, now, times, upper, demand).decisions:
+        self.last_advice = advise(s, self.scaler, now, times, upper, demand)
+        for d in self.last_advice.decisions:
             s.scale(d.pool, d.nodes, d.reason)
             self.decisions.append((now, d))
         if self.on_tick is not None:
