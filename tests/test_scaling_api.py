@@ -107,7 +107,10 @@ async def test_a_learnt_spot_share_says_what_it_learnt_from(api, jp_root_dir):
     code, rec = await api("GET", "scaling")
     assert code == 200, rec
     check(PATH, "GET", 200, rec)
-    assert rec["spot_share"] == 0 and rec["spot_share_source"] == "learnt: no jobs yet, so all on demand"
+    assert (
+        rec["spot_share"] == 0
+        and rec["spot_share_source"] == "learnt: no job asked for GPUs in the last 7 days, so all on demand"
+    )
     make_notebook(jp_root_dir / "hold.ipynb", "import time; time.sleep(60)")
     jobs = []
     for gpus, preemptible in ((1, False), (1, True), (2, True)):

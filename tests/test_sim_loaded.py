@@ -140,7 +140,7 @@ def test_a_tiny_sweep_prints_every_policy_at_every_load_and_plots(tmp_path, caps
     assert doc["by_load"]["0.6"]["policies"]["srpt"]["jct/srpt"] == [1.0, 1.0]
     # the same pools, price and jobs: every policy pays for the cluster for as long as its work lasts
     for pol in ("dynamic", "tiresias"):
-        assert all(0.9 < x < 1.3 for x in doc["by_load"]["0.95"]["policies"][pol]["cost/fifo"])
+        assert all(0.9 < x < 1.3 for x in doc["by_load"]["0.95"]["policies"][pol]["cost/job/fifo"])
     # the development windows are the other ones
     rc = loadsweep.main([str(path), "--days", "1", "--min-jobs", "5", "--loads", "0.8", "--dev", "--windows", "1"])
     assert rc == 0 and "replaying the 1 development ones (day 0.0)" in capsys.readouterr().out

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .model import Scale
+from .model import JobState, Scale
 from .policies.base import Policy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -99,14 +99,17 @@ class ScalingConfig:
 
 def preemptible_share(jobs: Iterable[Job], now: float, window_s: float = SHARE_WINDOW_S) -> tuple[float, int]:
     """The preemptible jobs' share of the GPU-seconds asked for over [now - window_s, now]:
-    each job asks for its GPUs from its submission until it ended (or now), queued or
-    running, as the demand the forecast reads does. That share may go to spot; the rest
-    needs on-demand GPUs. Returns (share, jobs counted); (0.0, 0) when none asked: with
-    nothing learnt, everything stays on demand."""
+    each job asks for its GPUs from its submission (its release, for one that waited for
+    others) until it ended, or now: queued or running, as the demand the forecast reads.
+    (Not a trace's GPU-hours of work: queueing counts.) That share may go to spot; the
+    rest needs on-demand GPUs. Returns (share, jobs counted); (0.0, 0) when none asked:
+    with nothing learnt, everything stays on demand."""
     since = now - window_s
     asked = {True: 0.0, False: 0.0}
     counted = 0
     for j in jobs:
+        if j.state is JobState.WAITING:  # not asking yet: its dependencies have not ended
+            continue
         end = now if j.finished_at is None else min(j.finished_at, now)
         held = end - max(j.submitted_at, since)
         if held > 0:
@@ -301,7 +304,9 @@ class Advice:
     wanted_gpus: float
     pools: tuple[PoolAdvice, ...]
     decisions: tuple[Scale, ...]
-    spot_share: float = 0.0  # the share that went to spot pools
+    # the share of wanted_gpus meant for spot pools (configured or learnt); without spot pools,
+    # or beyond their max_nodes, it goes on demand
+    spot_share: float = 0.0
     spot_share_source: str = "configured"  # or how it was learnt
 
 
@@ -327,7 +332,7 @@ def advise(
             f"learnt: preemptible jobs' share of the GPU-hours {counted} jobs asked for"
             f" over the last {SHARE_WINDOW_S / 86400:.0f} days"
             if counted
-            else "learnt: no jobs yet, so all on demand"
+            else f"learnt: no job asked for GPUs in the last {SHARE_WINDOW_S / 86400:.0f} days, so all on demand"
         )
     else:
         share, source = cfg.spot_share, "configured"

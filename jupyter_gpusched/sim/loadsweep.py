@@ -216,7 +216,7 @@ def replay_window(sc: Scenario, policies: Sequence[str]) -> dict[str, dict]:
     fifo_cost = out.get("fifo", {}).get("cost_per_job")
     for row in out.values():
         c = row["cost_per_job"]
-        row["cost/fifo"] = c / fifo_cost if c is not None and fifo_cost else None
+        row["cost/job/fifo"] = c / fifo_cost if c is not None and fifo_cost else None
     return out
 
 
@@ -328,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{pol:<12} {_cell(d.get('jct/tiresias', [])):>14} {_cell(d.get('jct/srpt', [])):>14} "
                 f"{_cell(d.get('jct/fifo', [])):>14} {_cell(d.get('gpu_hours_lost', []), '{:.1f}'):>16} "
-                f"{f'{sum(ov)} in {sum(1 for x in ov if x)} win':>16} {_cell(d.get('cost/fifo', [])):>14}"
+                f"{f'{sum(ov)} in {sum(1 for x in ov if x)} win':>16} {_cell(d.get('cost/job/fifo', [])):>14}"
             )
     print(
         f"\n{len(loads) * len(chosen)} windows x {len(policies)} policies replayed in {time.perf_counter() - t0:.0f} s"
@@ -363,7 +363,7 @@ def plot(table: dict[float, dict[str, dict[str, list]]], policies: Sequence[str]
     for pol in policies:
         # the median over windows (solid) hides the window a policy does badly in: the worst too (dashed)
         (line,) = a.plot([], [], marker="o", label=pol)
-        for ax, key in ((a, "jct/srpt"), (b, "gpu_hours_lost"), (c, "cost/fifo")):
+        for ax, key in ((a, "jct/srpt"), (b, "gpu_hours_lost"), (c, "cost/job/fifo")):
             vals = [[x for x in table[L][pol].get(key, []) if x is not None] for L in loads]
             ax.plot(loads, [statistics.median(v) if v else math.nan for v in vals], marker="o", color=line.get_color())
             ax.plot(loads, [max(v) if v else math.nan for v in vals], ls="--", color=line.get_color(), alpha=0.7)
