@@ -101,7 +101,7 @@ async def test_a_scheduled_run_due_within_the_lead_time_is_capacity_asked_for(ap
 @pytest.mark.parametrize(
     "gpusched_config", [{"scaling": {"spot_share": "auto", "pools": {"local": {"min_nodes": 1, "max_nodes": 4}}}}]
 )
-async def test_a_learnt_spot_share_says_what_it_learnt_from(api, jp_root_dir):
+async def test_a_learnt_spot_share_says_what_it_learnt_from(api, jp_fetch, jp_root_dir):
     """spot_share "auto": the share is the preemptible jobs' part of what was asked for, and the
     answer says so (the core test checks the arithmetic on a cluster with a spot pool)."""
     code, rec = await api("GET", "scaling")
@@ -127,6 +127,9 @@ async def test_a_learnt_spot_share_says_what_it_learnt_from(api, jp_root_dir):
         asked[job["preemptible"]] += job["gpus"] * (now - datetime.fromisoformat(job["created"]).timestamp())
     assert rec["spot_share"] == pytest.approx(asked[True] / (asked[True] + asked[False]), abs=0.05), rec
     assert 0 < rec["spot_share"] < 1 and "3 jobs" in rec["spot_share_source"], rec
+    metrics = (await jp_fetch("gpusched", "metrics")).body.decode()
+    (line,) = [x for x in metrics.splitlines() if x.startswith("gpusched_spot_share ")]
+    assert float(line.split()[1]) == pytest.approx(rec["spot_share"], abs=0.05)  # recounted a moment later
     for job in jobs:
         assert (await api("DELETE", f"jobs/{job['id']}"))[0] == 200
 

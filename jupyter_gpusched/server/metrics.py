@@ -141,5 +141,8 @@ def render_scaling_metrics(rec: dict[str, Any]) -> str:
         "# HELP gpusched_demand_forecast_peak_gpus Largest forecast upper edge over the lead time.",
         "# TYPE gpusched_demand_forecast_peak_gpus gauge",
         f"gpusched_demand_forecast_peak_gpus {rec['forecast_peak_gpus']}",
+        "# HELP gpusched_spot_share Share of the wanted GPUs meant for spot pools (configured, or learnt: spot_share auto).",
+        "# TYPE gpusched_spot_share gauge",
+        f"gpusched_spot_share {rec['spot_share']}",
     ]
     return "\n".join(lines) + "\n"
