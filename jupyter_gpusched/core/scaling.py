@@ -146,12 +146,12 @@ def plan(
     """Scale decisions for pools whose size should change, given the GPUs wanted now
     (already including the look-ahead). `current`: each pool's size (nodes, counting those
     on their way); `last_change`: when each pool last changed size; `spot_share`: the share
-    for spot pools when the config's is learnt (None there and here: none)."""
+    for spot pools, as `advise` resolved it (None: the config's; a learnt one unresolved: none)."""
     last_change = last_change or {}
     need = needed_gpus(wanted_gpus, config)
     spot_pools = [p for p in pools if p.spot]
     od_pools = [p for p in pools if not p.spot]
-    share = config.spot_share if config.spot_share is not None else spot_share or 0.0
+    share = (config.spot_share if spot_share is None else spot_share) or 0.0
     need_spot = need * share if spot_pools else 0.0
     need_od = need - need_spot
     spot_room = sum(p.max_gpus for p in spot_pools)
