@@ -441,3 +441,18 @@ def test_demand_feed_forecasts_from_observed_demand(vc6ye):
     assert sum(feed.models_used.values()) == 1 and set(feed.models_used) <= {*F.CANDIDATES, F.ENSEMBLE}
     times2, upper2 = feed.upper(now + 600)  # within refit_s: the cached fit
     assert feed.fits == 1 and np.array_equal(times2, times)
+
+
+def test_elastic_policy_hands_every_policy_hook_to_the_policy_it_wraps():
+    """A hook the wrapper does not pass on silently becomes the base class's default: the
+    queue lost `dynamic`'s grouping this way (same decisions, a slower pass)."""
+    import inspect
+
+    from jupyter_gpusched.core.policies.base import Policy
+
+    inner = make_policy("spot-hybrid")
+    wrapped = ElasticPolicy(inner, ElasticScaler([]))
+    hooks = [n for n, f in inspect.getmembers(Policy, inspect.isfunction) if not n.startswith("_")]
+    for name in hooks:
+        assert name in vars(ElasticPolicy), f"ElasticPolicy does not hand {name} on"
+    assert inner.queue_group() is not None and wrapped.queue_group() == inner.queue_group()

@@ -38,7 +38,7 @@ from .policies.base import Policy
 if TYPE_CHECKING:  # pragma: no cover
     from .model import Job
     from .placement import Cluster
-    from .queues import QueueKey
+    from .queues import QueueGroup, QueueKey
     from .scheduler import Scheduler, SchedulerConfig
 
 __all__ = [
@@ -439,8 +439,14 @@ class ElasticPolicy(Policy):
     def queue_key(self, config: SchedulerConfig) -> QueueKey:
         return self.base.queue_key(config)
 
+    def queue_group(self) -> QueueGroup | None:
+        return self.base.queue_group()
+
     def checkpoint_interval(self, s: Scheduler, job: Job, now: float) -> float | None:
         return self.base.checkpoint_interval(s, job, now)
+
+    def handed_interval(self, s: Scheduler, job: Job, now: float) -> float | None:
+        return self.base.handed_interval(s, job, now)
 
     def node_leaving(self, s: Scheduler, node: str, now: float, interrupted: bool) -> None:
         self.base.node_leaving(s, node, now, interrupted)
