@@ -127,6 +127,8 @@ def dash_server(tmp_path_factory):
                     # a budget and a price: the showback section has both to draw
                     "tenants": {"default": {"quota": 2, "budget": {"gpu_hours": 100, "period": "month"}}},
                     "pools": {"local": {"price_per_gpu_hour": 2.5}},
+                    # a learnt spot share: the pools chart says how much of the wanted GPUs is meant for spot
+                    "scaling": {"spot_share": "auto"},
                 },
             }
         )
@@ -196,6 +198,8 @@ def test_dashboard_runs_top_to_bottom_in_a_real_kernel(dash_server, monkeypatch)
     pngs = [base64.b64decode(p[1]) for p in plots if p]
     assert len(pngs) == 9 and all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     assert all(p[2].startswith("Chart: ") for p in plots if p)
+    pools_alt = [p[2] for p in plots if p and "Pools: " in p[2]]
+    assert len(pools_alt) == 1 and "of them meant for spot pools (learnt from the last week" in pools_alt[0], pools_alt
     ARTIFACTS.mkdir(parents=True, exist_ok=True)  # what the dashboard drew, for people to look at
     for i, png in enumerate(pngs):
         (ARTIFACTS / f"panel-{i}.png").write_bytes(png)
