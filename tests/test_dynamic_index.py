@@ -39,19 +39,14 @@ class PlainDynamic(DynamicPolicy):
 
 
 class SpotHybridWanted(SpotHybridPolicy):
-    """Records what each pass's make-room walk asked of the spot pool (GPUs to move) and how
-    many runs it moved."""
+    """Records what each pass's make-room walk asked of the spot pool (GPUs to move)."""
 
     def __init__(self):
         super().__init__()
         self.wanted: list[int] = []
-        self.moved: list[int] = []
 
     def _make_room_on_demand(self, s, now):
-        before = len(s._decisions)
         self.wanted.append(super()._make_room_on_demand(s, now))
-        new = s._decisions[before:]
-        self.moved.append(sum(isinstance(d, Preempt) and d.reason.startswith("moved ") for d in new))
         return self.wanted[-1]
 
 
@@ -61,7 +56,7 @@ class PlainSpotHybrid(SpotHybridWanted):
 
 
 class NoSkipSpotHybrid(SpotHybridPolicy):
-    """The reference for `_make_room_idle`: the make-room walk runs in every pass. Records each
+    """The reference for `_spot_full`: the make-room walk runs in every pass. Records each
     pass's scale decisions; `skipped` counts the passes the real policy would have skipped."""
 
     def __init__(self):
@@ -69,14 +64,14 @@ class NoSkipSpotHybrid(SpotHybridPolicy):
         self.scales: list[tuple] = []
         self.skipped = self.moved = 0
 
-    def _make_room_idle(self, s, pool, demand, now):
-        self.skipped += super()._make_room_idle(s, pool, demand, now)
+    def _spot_full(self, s, pool, demand):
+        self.skipped += super()._spot_full(s, pool, demand)
         return False
 
     def _scale(self, s, pool, demand, moved_need):
         super()._scale(s, pool, demand, moved_need)
         self.scales.append(tuple(d for d in s._decisions if isinstance(d, Scale)))
-        self.moved += sum(isinstance(d, Preempt) and d.reason.startswith("moved ") for d in s._decisions)
+        self.moved += sum(isinstance(d, Preempt) and d.reason.startswith("moved to spot") for d in s._decisions)
 
 
 class ScalesSpotHybrid(SpotHybridPolicy):
@@ -152,16 +147,15 @@ def test_spot_hybrid_grouped_walks_schedule_exactly_as_the_plain_walk(estimates,
     grouped, passes = _replay(grouped_policy, estimates, seed, 1, spot=True)
     plain, plain_passes = _replay(plain_policy, estimates, seed, 1, spot=True)
     assert grouped == plain and passes == plain_passes
-    assert grouped_policy.wanted == plain_policy.wanted and grouped_policy.moved == plain_policy.moved
-    assert sum(plain_policy.moved) > 30 and sum(w > 0 for w in plain_policy.wanted) > 100
+    assert grouped_policy.wanted == plain_policy.wanted and sum(w > 0 for w in plain_policy.wanted) > 100
     assert sum(1 for r in plain if r[1] is not None and r[1] > 0) > 100
     assert any(r[4] for r in plain) and all(r[2] is not None for r in plain)
 
 
 @pytest.mark.parametrize(("estimates", "seed"), [("none", 6), ("exact", 3)])
 def test_spot_hybrid_skips_the_make_room_walk_only_where_it_could_change_nothing(estimates, seed):
-    # With no job waiting that may not run on spot, the make-room walk is skipped
-    # (`_make_room_idle`): the schedule and every pass's scale decision stay the same.
+    # With no free spot GPU and the pool asked to its largest size already, the make-room walk
+    # is skipped (`_spot_full`): the schedule and every pass's scale decision stay the same.
     policy, reference = ScalesSpotHybrid(), NoSkipSpotHybrid()
     got, passes = _replay(policy, estimates, seed, 1, spot=True)
     want, want_passes = _replay(reference, estimates, seed, 1, spot=True)

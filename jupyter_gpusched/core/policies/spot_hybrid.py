@@ -7,11 +7,8 @@ Everything `dynamic` does (aging, quota + burst with reclaim, backfill), plus:
    `Scale` decision, capped by the pool's `max_nodes`); a spot node idle for `idle_grace_s`
    is given back. Spot is paid only while it is held; the on-demand base never changes.
 3. Keep on-demand for jobs that need it: when a job that may not run on spot waits for
-   on-demand GPUs held by preemptible, checkpointing jobs, those are preempted and resume on
-   spot from their checkpoint. Where spot has no room for them yet, runs not of a higher
-   class than the waiting job are moved all the same and wait for the spot nodes their
-   demand asks for (the job that may run nowhere else should not wait for spot to come up);
-   a run of a higher class is moved only once spot has room for it.
+   on-demand GPUs held by preemptible, checkpointing jobs, those are preempted (they resume
+   on spot from their checkpoint) once spot has room for them -- asking for it if needed.
 4. Checkpoint interval: a job placed on a spot node checkpoints at most every
    `safety` x the shortest node lifetime seen in that pool (the `prior_lifetime_s` stands
    in until one is seen), so an interruption costs it at most that one interval. The driver
@@ -29,7 +26,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..model import Job, work_at_risk
-from ..queues import TenantLine, effective_priority
+from ..queues import TenantLine
 from ..quotas import Admission
 from .dynamic import DynamicPolicy
 from .registry import register
@@ -143,7 +140,7 @@ class SpotHybridPolicy(DynamicPolicy):
             return
         demand = self._spot_demand(s, now, pool)
         moved_need = 0
-        if not self._make_room_idle(s, pool, demand, now):
+        if s.queue and not self._spot_full(s, pool, demand):
             moved_need = self._make_room_on_demand(s, now)
             demand = self._spot_demand(s, now, pool)  # the jobs it moved wait for spot now
         self._scale(s, pool, demand, moved_need)
@@ -156,29 +153,16 @@ class SpotHybridPolicy(DynamicPolicy):
             times.append(min(self._idle_since.values()) + self.idle_grace_s)
         return min(times, default=None)
 
-    def _make_room_idle(self, s: Scheduler, pool: str, demand: tuple[int, int, int], now: float) -> bool:
-        """Could the make-room walk change nothing this pass, so it is skipped (issue 12, fault 8:
-        most passes on a busy cluster)? So when no job that may not run on spot waits (the walk
-        acts only for those; the queue counts them per kind, `JobQueue.kinds`), or when spot is
-        full (`_spot_full`) and no run could leave on-demand before spot has room for it."""
-        if not any(not preemptible for _, _, preemptible in s.queue.kinds()):
-            return True
-        return self._spot_full(s, pool, demand) and not self._any_ready(s, now)
-
     def _spot_full(self, s: Scheduler, pool: str, demand: tuple[int, int, int]) -> bool:
-        """No spot GPU a moved run could take, and the preemptible jobs already waiting ask the
-        pool for its largest size: what the make-room walk would ask spot for on top changes
-        nothing (`_scale`)."""
+        """No spot GPU a moved job could take, and the preemptible jobs already waiting ask the
+        pool for its largest size: the make-room walk could then move no job, and what it would
+        ask spot for on top changes nothing (`_scale`), so the pass skips it (issue 12, fault 8:
+        on a busy spot pool this is most passes)."""
         max_nodes = s.cluster.pools[pool].max_nodes
         if max_nodes is None or self._spot_free(s)[0]:
             return False
         kept, need, size = demand
         return need > 0 and kept + math.ceil(need / size) >= max_nodes
-
-    def _any_ready(self, s: Scheduler, now: float) -> bool:
-        """Could any run leave on-demand before spot has room for it (`_may_wait_for_spot`, less
-        the class of the job it would leave for)?"""
-        return any(self._could_pause(s, v, now) for jobs in _movable(s).values() for v in jobs)
 
     def _spot_free(self, s: Scheduler) -> tuple[int, int]:
         """Free spot GPUs a moved job could take: none on a node reserved for another job."""
@@ -189,6 +173,7 @@ class SpotHybridPolicy(DynamicPolicy):
     def _make_room_on_demand(self, s: Scheduler, now: float) -> int:
         """Move preemptible jobs off on-demand nodes for waiting jobs that need those.
         Returns the spot GPUs it would still need to move more."""
+        cluster = s.cluster
         movable: dict[str, list[Job]] | None = None  # on-demand node -> preemptible checkpointing jobs on it
         wanted = 0
         # Room is made in aged order, only for jobs that may not run on spot, and never for a job
@@ -230,56 +215,36 @@ class SpotHybridPolicy(DynamicPolicy):
                 if not movable:
                     return 0
                 spot_free, largest_hole = self._spot_free(s)
-            best = self._room_for(s, movable, pools, exclude, g, now)
-            room = best is not None and best[0][0] <= spot_free and all(v.gpus <= largest_hole for v in best[1])
-            if best is not None and not room:
-                # Spot has no room for them yet. Runs that could be paused for this job now
-                # (dynamic's rule: not of a higher class, an aging interval run since they
-                # started, a checkpoint just written) are moved all the same and wait for the
-                # spot nodes their own demand asks for: the job that may run nowhere else
-                # should not wait for spot to come up. Otherwise spot must grow first.
-                ready = {n: [v for v in js if self._may_wait_for_spot(s, v, job, now)] for n, js in movable.items()}
-                if (now_best := self._room_for(s, ready, pools, exclude, g, now)) is None:
-                    wanted += best[0][0]
-                best = now_best
+            if g > cluster.max_node_gpus(pools):
+                best = self._clear_nodes(s, movable, pools, exclude, g, now)  # a multi-node job
+            else:
+                best = None
+                for node, jobs in movable.items():
+                    if node in exclude or cluster.pool_of(node) not in pools or cluster.capacity(node) < g:
+                        continue
+                    got = _make_room(cluster.free_on(node), jobs, g, now)
+                    if got is not None and (best is None or (got[0], node) < (best[0], best[2][0])):
+                        best = (got[0], got[1], [node])
             if best is None:
                 line.wait(tenant, g, pools, exclude)
                 walk.set_aside(for_pass=True)
                 continue
             (moved, _), chosen, nodes = best
-            why = "to spot" if room else "off on-demand (to wait for spot)"
+            if moved > spot_free or any(v.gpus > largest_hole for v in chosen):
+                wanted += moved  # spot must grow first
+                line.wait(tenant, g, pools, exclude)
+                walk.set_aside(for_pass=True)
+                continue
             for v in chosen:
-                s.preempt(v.id, now, f"moved {why} to free on-demand GPUs for {job.id}")
+                s.preempt(v.id, now, f"moved to spot to free on-demand GPUs for {job.id}")
                 for node in nodes:
                     if v in movable.get(node, ()):
                         movable[node].remove(v)
-            if room:
-                spot_free -= moved  # else they are queued now, and `_spot_demand` asks spot for them
+            spot_free -= moved
             alloc = s.place(job, exclude)
             if alloc is not None:
                 s.admit(job, alloc, borrowed=admission is Admission.BORROW, now=now)
         return wanted
-
-    def _room_for(
-        self, s: Scheduler, movable: dict[str, list[Job]], pools: frozenset[str], exclude, gpus: int, now: float
-    ) -> tuple[tuple[int, float], list[Job], list[str]] | None:
-        """The runs to move (least GPUs moved, then least work at risk) so a job of `gpus` fits:
-        ((GPUs moved, work at risk), runs, nodes), or None when `movable` cannot make room."""
-        cluster = s.cluster
-        if gpus > cluster.max_node_gpus(pools):
-            return self._clear_nodes(s, movable, pools, exclude, gpus, now)  # a multi-node job
-        best = None
-        for node, jobs in movable.items():
-            if node in exclude or cluster.pool_of(node) not in pools or cluster.capacity(node) < gpus:
-                continue
-            got = _make_room(cluster.free_on(node), jobs, gpus, now)
-            if got is not None and (best is None or (got[0], node) < (best[0], best[2][0])):
-                best = (got[0], got[1], [node])
-        return best
-
-    def _may_wait_for_spot(self, s: Scheduler, v: Job, job: Job, now: float) -> bool:
-        """May run `v` leave on-demand for `job` before spot has room for it?"""
-        return int(effective_priority(v)) <= int(effective_priority(job)) and self._could_pause(s, v, now)
 
     def _clear_nodes(
         self, s: Scheduler, movable: dict[str, list[Job]], pools: frozenset[str], exclude, gpus: int, now: float
