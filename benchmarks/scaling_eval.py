@@ -21,7 +21,9 @@ Cluster variants:
   over the next 30 min, or the demand now if higher; 1 h cool-down;
 - forecast+spot: as forecast, half the wanted GPUs on an elastic spot pool (0..48 nodes);
 - forecast+auto-spot: as forecast+spot, with the share for spot learnt (spot_share "auto":
-  the preemptible jobs' share of the GPU-hours asked for over the last week).
+  the preemptible jobs' share of the GPU-hours asked for over the last week);
+- any elastic variant with "+N%" after its name gets N% headroom (forecast+auto-spot+10%:
+  what headroom buys the non-preemptible jobs' wait with a learnt share; not run by default).
 
 Measured on the third week (jobs submitted 2017-10-23 -> 10-30; capacity and cost over
 that week): the first two weeks give the forecaster its history (it falls back to the
@@ -115,9 +117,11 @@ class Recorder(ElasticPolicy):
 
 
 def run_variant(name: str, nodes: int, traces: Path, verbose: bool = True) -> dict:
-    spot = name in ("forecast+spot", "forecast+auto-spot")
-    elastic = name in ("reactive", "forecast") or spot or name.startswith("reactive+")
-    headroom = float(name[len("reactive+") : -1]) / 100 if name.startswith("reactive+") else 0.0
+    # a trailing "+N%" on an elastic variant adds N% headroom (reactive+25%, forecast+auto-spot+10%)
+    base, _, pct = name.rpartition("+") if name.endswith("%") else (name, "", "")
+    headroom = float(pct[:-1]) / 100 if pct else 0.0
+    spot = base in ("forecast+spot", "forecast+auto-spot")
+    elastic = base in ("reactive", "forecast") or spot
     od = {
         "name": "ondemand",
         "nodes": nodes,
@@ -148,12 +152,12 @@ def run_variant(name: str, nodes: int, traces: Path, verbose: bool = True) -> di
     cfg = ScalingConfig(
         lead_s=1800.0,
         cooldown_s=3600.0,
-        spot_share={"forecast+spot": 0.5, "forecast+auto-spot": None}.get(name, 0.0),
+        spot_share={"forecast+spot": 0.5, "forecast+auto-spot": None}.get(base, 0.0),
         headroom=headroom,
     )
     feed = (
         DemandFeed(model="prophet-ar", horizon_s=6 * 3600, refit_s=6 * 3600, interval=0.8)
-        if name.startswith("forecast")
+        if base.startswith("forecast")
         else None
     )
     policy = Recorder(
