@@ -38,11 +38,17 @@ demand, sampled each minute as the Helios series are. Each Philly job holds its 
 submission for its duration (the cluster and the same VCs), and each Alibaba 2023 pod that ran
 holds its GPUs from creation to deletion.
 
+Held out, added in the session of 2026-12-07 and fixed before it was run (`--set counts`):
+jobs in each Helios Earth VC (running + pending: a count, not GPUs) and the Alibaba 2023 pods
+that asked for a GPU, created per 10-minute bucket. First run beside `revert`'s daily shape,
+before and after (benchmarks/RESULTS.md).
+
     .venv/bin/python benchmarks/forecast_eval.py --jobs 2 --also latest,revert   # everything
     .venv/bin/python benchmarks/forecast_eval.py --set helios --origins 12 --vcs vc6YE,vcMod
     .venv/bin/python benchmarks/forecast_eval.py --set heldout --json out.json
     .venv/bin/python benchmarks/forecast_eval.py --set arrivals --jobs 2
     .venv/bin/python benchmarks/forecast_eval.py --set demand --jobs 2
+    .venv/bin/python benchmarks/forecast_eval.py --set counts --jobs 2
 """
 
 from __future__ import annotations
@@ -170,6 +176,30 @@ def demand_series(traces: Path) -> list[tuple[str, F.Series]]:
     g = pods["num_gpu"].to_numpy(float) * pods["gpu_milli"].to_numpy(float) / 1000
     t0, t1 = pods["creation_time"].to_numpy(float), pods["deletion_time"].to_numpy(float)
     out.append(("alibaba-demand", _running(t0, t1, g)))
+    return out
+
+
+def count_series(traces: Path) -> list[tuple[str, F.Series]]:
+    """Held out, fixed before any was looked at (session of 2026-12-07): counts of a different
+    quantity or cluster from every set above. Jobs in each Helios Earth VC (running + pending,
+    `total_job_num`; the GPU series above count GPUs, which large jobs dominate), as 10-minute
+    means with the latest sample; and the Alibaba 2023 pods that asked for a GPU, created per
+    10-minute bucket (the whole cluster, 149 days)."""
+    out = []
+    for f in sorted((traces / "sensetime_helios_2020" / "earth_vcs").glob("*_cluster_sequence_vc.csv.gz")):
+        df = pd.read_csv(f, usecols=["time", "total_job_num"])
+        out.append(
+            (f"{f.name.split('_')[0]}-jobs", F.regularize(_seconds(df["time"]), df["total_job_num"].to_numpy(float)))
+        )
+    pods = pd.read_csv(traces / "alibaba_gpu_v2023" / "openb_pod_list_default.csv.gz")
+    t = pods.loc[pods["num_gpu"] > 0, "creation_time"].to_numpy(float)
+    b = np.floor(t / F.DEFAULT_STEP_S).astype(np.int64)
+    out.append(
+        (
+            "alibaba-pod-arrivals",
+            F.Series(float(b.min() * F.DEFAULT_STEP_S), F.DEFAULT_STEP_S, np.bincount(b - b.min()).astype(float)),
+        )
+    )
     return out
 
 
@@ -308,7 +338,7 @@ def _clean(o):
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--traces", default=str(DEFAULT_TRACES))
-    p.add_argument("--set", choices=("all", "helios", "heldout", "arrivals", "demand"), default="all")
+    p.add_argument("--set", choices=("all", "helios", "heldout", "arrivals", "demand", "counts"), default="all")
     p.add_argument("--vcs", help="comma-separated Helios VC names (default: all 16)")
     p.add_argument("--origins", type=int, default=50, help="origins per series and horizon (default 50)")
     p.add_argument("--all-models", action="store_true", help="also score every candidate model on its own")
@@ -355,6 +385,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.set in ("all", "demand"):
         sets.append(
             ("HELD OUT: offered GPU demand", demand_series(traces), {"1 h": 6, "24 h": 144}, 14 * 144, 7 * 144, ())
+        )
+    if args.set in ("all", "counts"):
+        sets.append(
+            ("HELD OUT: job and pod counts", count_series(traces), {"1 h": 6, "24 h": 144}, 14 * 144, 7 * 144, ())
         )
     for title, series, horizons, train, first, held in sets:
         res = run_set(series, horizons, train, first, args.origins, models, args.jobs)

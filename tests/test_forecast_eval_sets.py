@@ -67,3 +67,17 @@ def test_offered_demand_holds_the_traces_gpu_time(fe):
     held_s = float(np.nansum(demand.values)) * 600.0  # 10-minute means of per-minute levels
     # starts and ends are rounded to whole minutes, and the last bucket may be partly empty
     assert held_s == pytest.approx(gpu_s, rel=0.01)
+
+
+@needs_traces
+def test_count_series_are_jobs_per_vc_and_gpu_pods_created(fe):
+    series = dict(fe.count_series(TRACES))
+    assert len(series) == 17 and "vc3sl-jobs" in series and "alibaba-pod-arrivals" in series
+    pods = pd.read_csv(TRACES / "alibaba_gpu_v2023" / "openb_pod_list_default.csv.gz", usecols=["num_gpu"])
+    assert series["alibaba-pod-arrivals"].values.sum() == int((pods["num_gpu"] > 0).sum())
+    jobs = series["vc3sl-jobs"]
+    assert jobs.step_s == 600.0 and jobs.latest is not None and len(jobs) == 31 * 144  # May 2020, 10-minute means
+    raw = pd.read_csv(TRACES / "sensetime_helios_2020" / "earth_vcs" / "vc3sl_cluster_sequence_vc.csv.gz", nrows=10)
+    assert (
+        jobs.values[0] == pytest.approx(raw["total_job_num"].mean()) and jobs.latest[0] == raw["total_job_num"].iloc[-1]
+    )
