@@ -159,3 +159,60 @@ def test_revert_is_a_candidate_and_the_selections_default():
     )
     assert len(served) == len(unchanged) == 3
     assert set(bt.models) >= {"auto", F.UNCHANGED}
+
+
+def working_day(days: int, seed: int = 0) -> F.Series:
+    """Arrivals that follow the clock: about 4 a bucket at night, 24 at midday, Poisson noise."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(144 * days)
+    level = 14.0 - 10.0 * np.cos(2 * np.pi * (t % 144) / 144)
+    return F.Series(0.0, STEP, rng.poisson(level).astype(float))
+
+
+def test_a_daily_shape_moves_the_forecast_where_the_series_has_one():
+    s = working_day(16)
+    m = F.fit("revert", s, 0, 14 * 144)
+    assert m.shape_weight(144) >= 0.5
+    origin = 15 * 144 + 20  # early morning: demand will rise toward midday
+    hist = s.values[:origin]
+    p = m.point(hist, 144)
+    now, median = hist[-1], np.median(hist[-WEEK_STEPS:])
+    assert not np.allclose(p, now + m.weights(144) * (median - now))  # the shape moves it
+    assert 40 < p.argmax() < 100  # the forecast peaks toward midday, not at the origin
+    bt = F.backtest(
+        working_day(40, seed=2),
+        144,
+        ("revert", "latest"),
+        train=14 * 144,
+        first_origin=14 * 144,
+        count=20,
+        calibrate=False,
+    )
+    assert bt.models["revert"].mase < 0.8 * bt.models["latest"].mase
+
+
+def test_step_series_serve_no_daily_shape():
+    """Where demand steps (the reverting AR(1), a random walk of jumps) the best shape weight
+    trims the training error by chance, under the margin: none is served."""
+    assert F.fit("revert", reverting(16), 0, 14 * 144).shape_weight(144) == 0.0
+    rng = np.random.default_rng(5)
+    jumps = np.where(rng.random(144 * 16) < 0.02, rng.normal(0, 8, 144 * 16), 0.0)
+    walk = F.Series(0.0, STEP, np.maximum(40 + np.cumsum(jumps), 0.0))
+    assert F.fit("revert", walk, 0, 14 * 144).shape_weight(144) == 0.0
+
+
+def test_the_daily_shape_reads_nothing_after_the_window_or_the_origin():
+    s = working_day(16, seed=4)
+    hi = 14 * 144
+    spoiled = F.Series(0.0, STEP, np.concatenate([s.values[:hi], np.full(len(s) - hi, 1e6)]))
+    a, b = F.fit("revert", s, 0, hi), F.fit("revert", spoiled, 0, hi)
+    assert a.shape_weight(144) > 0 and a.shape_weight(144) == b.shape_weight(144)
+    assert np.array_equal(a.errors(144), b.errors(144), equal_nan=True)
+    origin = hi + 50
+    assert np.array_equal(a.point(s.values[:origin], 144), b.point(s.values[:origin], 144))
+
+
+def test_daily_buckets_have_no_daily_shape():
+    rng = np.random.default_rng(1)
+    s = F.Series(0.0, 86400.0, rng.poisson(10, 120).astype(float))
+    assert F.fit("revert", s, 0, 100).shape_weight(1) == 0.0

@@ -4,8 +4,9 @@
 (`SELECT_SPAN_S`; one origin an hour, each candidate fitted once on what came before the
 first origin and run forward over the data up to each origin), adds the median of the best
 `ENSEMBLE_SIZE` candidates, and picks the lowest mean MASE; a challenger replaces the
-default (`DEFAULT_MODEL`, ``revert``: the latest demand pulled toward the week's median; the
-latest demand held where the window is under a week) only when it beats it by `SELECT_MARGIN` on
+default (`DEFAULT_MODEL`, ``revert``: the latest demand pulled toward the week's median, and
+moved along its daily shape where it has one; the latest demand held where the window is under
+a week) only when it beats it by `SELECT_MARGIN` on
 average and at two origins in three, because a few days of origins rank close models by chance;
 where the origins overlap (a day ahead, hourly origins share all but an hour of their
 outcomes, so six days of them are about five outcomes, not 120), a one-sided sign test over
