@@ -12,7 +12,7 @@ where ``now`` is the latest sample (as `LatestModel`) and ``w[k]`` in [0, `MAX_W
 chosen per lead time on the training window only: the weight on a grid of `GRID` steps with
 the least mean absolute error over every origin inside the window whose lead-k target is
 also inside it (ties go to the smaller weight, so a flat or short window gives ``latest``).
-The week's median, not the mean: the forecast is scored (and its weights fitted) by absolute
+The week's median, not its mean: the forecast is scored (and its weights fitted) by absolute
 error, whose best constant is the median; a few bursts, or a count that is mostly 0, lift the
 mean away from where demand usually stands.
 
@@ -154,6 +154,7 @@ class RevertModel(LatestModel):
                 fitted = ok.sum(axis=0) >= MIN_ORIGINS  # leads with too few origins keep weight 0
                 sae = np.stack([_sae(base, ok, pull, g, 0.0, 0.0) for g in grid])
                 w = np.where(fitted, grid[np.argmin(sae, axis=0)], 0.0)  # the first (smallest) weight on a tie
+                errors = base - w[None, :] * pull
                 m = self.season
                 daily = m > 1 and self.step_s < DAY / 2 and len(idx) >= 2 * m  # a shape needs 2 days of origins
                 move = self._shape_moves(y, idx, horizon) if daily else None
@@ -169,10 +170,6 @@ class RevertModel(LatestModel):
                         w = best[2]
                         v = np.where(fitted & (np.arange(1, horizon + 1) <= m), best[1], 0.0)
                         errors = base - w[None, :] * pull - v[None, :] * move
-                    else:
-                        errors = base - w[None, :] * pull
-                else:
-                    errors = base - w[None, :] * pull
         self._weights, self._shape, self._errors, self._fitted_for = w, v, errors, horizon
         self.fit_s += time.perf_counter() - t0
 
@@ -201,7 +198,7 @@ class RevertModel(LatestModel):
             median = now
         forecast = now + self.weights(horizon) * (median - now)
         v = self._shape[:horizon]
-        if v.any():
+        if v.any() and len(history):
             m = self.season
             recent = history[-(SHAPE_DAYS * m + 1) :]  # the shape reads the last SHAPE_DAYS days only
             n = len(recent)
