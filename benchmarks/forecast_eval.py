@@ -130,7 +130,11 @@ def _philly(traces: Path) -> tuple[pd.DataFrame, list[str]]:
 
 def _counts(stamps: pd.Series) -> F.Series:
     """Arrivals per 10-minute bucket (0 where none came), from the first arrival's bucket on."""
-    t = _seconds(stamps)
+    return _bucket_counts(_seconds(stamps))
+
+
+def _bucket_counts(t: np.ndarray) -> F.Series:
+    """`_counts` of arrival times in seconds."""
     step = F.DEFAULT_STEP_S
     b = np.floor(t / step).astype(np.int64)
     counts = np.bincount(b - b.min()).astype(float)
@@ -192,14 +196,7 @@ def count_series(traces: Path) -> list[tuple[str, F.Series]]:
             (f"{f.name.split('_')[0]}-jobs", F.regularize(_seconds(df["time"]), df["total_job_num"].to_numpy(float)))
         )
     pods = pd.read_csv(traces / "alibaba_gpu_v2023" / "openb_pod_list_default.csv.gz")
-    t = pods.loc[pods["num_gpu"] > 0, "creation_time"].to_numpy(float)
-    b = np.floor(t / F.DEFAULT_STEP_S).astype(np.int64)
-    out.append(
-        (
-            "alibaba-pod-arrivals",
-            F.Series(float(b.min() * F.DEFAULT_STEP_S), F.DEFAULT_STEP_S, np.bincount(b - b.min()).astype(float)),
-        )
-    )
+    out.append(("alibaba-pod-arrivals", _bucket_counts(pods.loc[pods["num_gpu"] > 0, "creation_time"].to_numpy(float))))
     return out
 
 
