@@ -120,6 +120,18 @@ def test_ensemble_is_the_median_of_the_best_three():
     assert np.allclose(fitted.point(s.values, 6), np.median(each, axis=0))
 
 
+def test_a_history_with_long_gaps_selects_without_warnings():
+    """Origins whose outcome falls in a gap have no error (NaN), not a numpy warning."""
+    y = periodic(8).values.copy()
+    y[200:700] = np.nan  # the collector was down for three days
+    s = F.Series(0.0, STEP, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for horizon in (6, 144):
+            f = F.forecast(s, horizon)
+            assert f.model is not None and np.isfinite(f.values).all()
+
+
 def test_evaluate_scores_the_served_forecast_and_the_spread():
     s = periodic(9)
     served: list[str] = []

@@ -29,6 +29,7 @@ __all__ = [
     "band_scale",
     "mase",
     "mase_scale",
+    "origin_errors",
     "smape",
     "spread_origins",
 ]
@@ -279,6 +280,12 @@ def backtest(
             raw_coverage=raw_covered / total if total else math.nan,
         )
     return res
+
+
+def origin_errors(actual: np.ndarray, points: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """The scaled mean absolute error at each origin (rows of `actual` and `points`, as a
+    `backtest` with `keep` returns them); NaN at an origin with no observed outcome."""
+    return np.array([_scaled_mae(a, p, s) for a, p, s in zip(actual, points, scales)], dtype=float)
 
 
 def _scaled_mae(actual: np.ndarray, pred: np.ndarray, scale: float) -> float:

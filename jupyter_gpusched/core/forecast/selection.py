@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .backtest import BacktestResult, backtest
+from .backtest import BacktestResult, backtest, origin_errors
 from .fitting import MIN_PROPHET_S, MIN_WEEKLY_S, fit_with_fallback
 from .models import BASELINES, DEFAULT_INTERVAL, Fitted
 from .revert import MIN_REVERT_S
@@ -188,15 +188,13 @@ def select(
         return None
     points = dict(bt.points)
     members = tuple(ranked[:ENSEMBLE_SIZE])
+    per_origin = {m: bt.models[m].per_origin for m in bt.models}
     if len(members) == ENSEMBLE_SIZE:
         points[ENSEMBLE] = np.median(np.stack([bt.points[m] for m in members]), axis=0)
-        err = np.nanmean(np.abs(bt.actual - points[ENSEMBLE]), axis=1) / bt.scales
-        err = err[np.isfinite(err)]
+        per_origin[ENSEMBLE] = origin_errors(bt.actual, points[ENSEMBLE], bt.scales)
+        err = per_origin[ENSEMBLE][np.isfinite(per_origin[ENSEMBLE])]
         scores[ENSEMBLE] = float(err.mean()) if len(err) else math.nan
     best = _rank(scores)[0]
-    per_origin = {m: bt.models[m].per_origin for m in bt.models}
-    if ENSEMBLE in points:
-        per_origin[ENSEMBLE] = np.nanmean(np.abs(bt.actual - points[ENSEMBLE]), axis=1) / bt.scales
     if default not in scores:
         default = "latest" if "latest" in scores else best
     # origins closer than a horizon share outcomes: where they do, the evidence is counted in
