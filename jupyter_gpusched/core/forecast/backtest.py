@@ -285,7 +285,7 @@ def backtest(
 def origin_errors(actual: np.ndarray, points: np.ndarray, scales: np.ndarray) -> np.ndarray:
     """The scaled mean absolute error at each origin (rows of `actual` and `points`, as a
     `backtest` with `keep` returns them); NaN at an origin with no observed outcome."""
-    return np.array([_scaled_mae(a, p, s) for a, p, s in zip(actual, points, scales)], dtype=float)
+    return np.array([_scaled_mae(a, p, s) for a, p, s in zip(actual, points, scales, strict=True)], dtype=float)
 
 
 def _scaled_mae(actual: np.ndarray, pred: np.ndarray, scale: float) -> float:
