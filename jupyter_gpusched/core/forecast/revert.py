@@ -41,7 +41,7 @@ import warnings
 import numpy as np
 
 from .models import LatestModel, last_valid
-from .series import DAY, WEEK
+from .series import DAY, SHAPE_DAYS, WEEK, daily_shape, ffill
 
 __all__ = [
     "GRID",
@@ -58,20 +58,8 @@ MAX_WEIGHT = 0.25  # the most the week's median may pull the forecast, at any le
 GRID = 11  # weights tried: 0, 0.025, ..., 0.25
 MIN_ORIGINS = 12  # a lead time with fewer training origins keeps weight 0 (the latest value)
 MIN_REVERT_S = WEEK  # the selection offers `revert` only on a window of a week or more: its median is a week's
-SHAPE_DAYS = 7  # the daily shape: the median of the same time of day over the last 7 days
 SHAPE_GRID = 11  # daily-shape weights tried: 0, 0.1, ..., 1
 SHAPE_MARGIN = 0.05  # kept only where it cuts the training window's error by 5% (selection.SELECT_MARGIN)
-
-
-def _ffill(y: np.ndarray) -> np.ndarray:
-    """NaN replaced by the previous finite value (leading NaNs stay)."""
-    ok = ~np.isnan(y)
-    idx = np.where(ok, np.arange(len(y)), -1)
-    np.maximum.accumulate(idx, out=idx)
-    out = np.full(len(y), math.nan)
-    has = idx >= 0
-    out[has] = y[idx[has]]
-    return out
 
 
 def _trailing_median(y: np.ndarray, window: int, first: int = 0) -> np.ndarray:
@@ -88,18 +76,6 @@ def _trailing_median(y: np.ndarray, window: int, first: int = 0) -> np.ndarray:
     return out
 
 
-def _daily_shape(y: np.ndarray, m: int, upto: int) -> np.ndarray:
-    """out[t] = median of the finite values among y[t - d*m], d = 1..SHAPE_DAYS, for t < `upto`
-    (NaN where there are none): the same time of day on the days before bucket t."""
-    days = np.full((SHAPE_DAYS, upto), math.nan)
-    for d in range(1, SHAPE_DAYS + 1):
-        src = y[: max(0, min(len(y), upto - d * m))]
-        days[d - 1, d * m : d * m + len(src)] = src
-    with warnings.catch_warnings():  # an all-NaN column is NaN, as documented
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmedian(days, axis=0)
-
-
 def _sae(
     base: np.ndarray, ok: np.ndarray, pull: np.ndarray, w: float | np.ndarray, move: float | np.ndarray, v: float
 ) -> np.ndarray:
@@ -109,6 +85,8 @@ def _sae(
 
 class RevertModel(LatestModel):
     model = "revert"
+    max_weight = MAX_WEIGHT
+    shape_term = True  # the daily shape's term (`TimeOfDayModel` pulls toward the shape itself)
 
     def __init__(self, series, lo, hi, season):
         super().__init__(series, lo, hi, season)
@@ -119,17 +97,28 @@ class RevertModel(LatestModel):
         self._fitted_for = 0
 
     # --- fitting, on the training window only ---------------------------------------------
-    def _origin_state(self, first: int) -> tuple[np.ndarray, np.ndarray]:
-        """For each training origin n (forecasting bucket lo+n onward from the buckets before
-        it), ``now`` and the week's median minus ``now`` (NaN before index `first`); index i is
-        origin i+1."""
-        y = self.train
-        now = y.copy()
+    def _now_at_origins(self) -> np.ndarray:
+        """Where demand stood at the end of each bucket of the training window (its last sample,
+        else its mean), carried over gaps: index i is ``now`` at origin i+1."""
+        now = self.train.copy()
         if self.latest is not None:
             lat = self.latest[self.lo : self.hi]
-            now = np.where(np.isnan(lat), y, lat)
-        now = _ffill(now)
-        return now, _trailing_median(y, self.window, first) - now
+            now = np.where(np.isnan(lat), now, lat)
+        return ffill(now)
+
+    def _pull(self, y: np.ndarray, idx: np.ndarray, now: np.ndarray, horizon: int) -> np.ndarray:
+        """For each training origin (after bucket i in `idx`): where the forecast is pulled
+        toward, less ``now`` (one column: the same at every lead). NaN: no target there."""
+        first = int(idx[0]) if len(idx) else len(y)
+        return (_trailing_median(y, self.window, first)[idx] - now[idx])[:, None]
+
+    def _pull_from(self, history: np.ndarray, now: float, horizon: int) -> np.ndarray:
+        """The same at a forecast origin, from the history up to it."""
+        tail = history[-self.window :]
+        ok = tail[~np.isnan(tail)]
+        if not len(ok) or math.isnan(last_valid(history)[0]):
+            return np.zeros(horizon)
+        return np.full(horizon, float(np.median(ok)) - now)
 
     def _fit(self, horizon: int) -> None:
         t0 = time.perf_counter()
@@ -139,24 +128,27 @@ class RevertModel(LatestModel):
         v = np.zeros(horizon)
         errors = np.full((1, horizon), math.nan)
         if n >= 2:
-            # origin i+1 (after bucket i) forecasts y[i+1 : i+1+horizon]
-            start = min(self.window, n // 2)  # origins with at least half the window (or a week) behind them
-            now, diff = self._origin_state(max(start - 1, 0))
-            idx = np.arange(max(start - 1, 0), n - 1)
-            idx = idx[np.isfinite(now[idx]) & np.isfinite(diff[idx])]
+            # origin i+1 (after bucket i) forecasts y[i+1 : i+1+horizon]; origins with at least
+            # half the window (or a week) behind them
+            now = self._now_at_origins()
+            idx = np.arange(max(min(self.window, n // 2) - 1, 0), n - 1)
+            idx = idx[np.isfinite(now[idx])]
+            pull = self._pull(y, idx, now, horizon)
+            keep = np.isfinite(pull).all(axis=1)
+            idx, pull = idx[keep], pull[keep]
             if len(idx):
                 pad = np.concatenate((y, np.full(horizon, math.nan)))
                 target = np.lib.stride_tricks.sliding_window_view(pad[1:], horizon)[idx]  # (origins, horizon)
                 base = target - now[idx, None]  # the latest value's error, sign: actual - forecast
-                pull = diff[idx, None]
-                grid = np.linspace(0.0, MAX_WEIGHT, GRID)
+                grid = np.linspace(0.0, self.max_weight, GRID)
                 ok = ~np.isnan(base)
                 fitted = ok.sum(axis=0) >= MIN_ORIGINS  # leads with too few origins keep weight 0
                 sae = np.stack([_sae(base, ok, pull, g, 0.0, 0.0) for g in grid])
                 w = np.where(fitted, grid[np.argmin(sae, axis=0)], 0.0)  # the first (smallest) weight on a tie
                 errors = base - w[None, :] * pull
                 m = self.season
-                daily = m > 1 and self.step_s < DAY / 2 and len(idx) >= 2 * m  # a shape needs 2 days of origins
+                # a shape needs 2 days of origins
+                daily = self.shape_term and m > 1 and self.step_s < DAY / 2 and len(idx) >= 2 * m
                 move = self._shape_moves(y, idx, horizon) if daily else None
                 if move is not None and fitted.any():
                     without = sae.min(axis=0)[fitted].sum()
@@ -176,7 +168,7 @@ class RevertModel(LatestModel):
     def _shape_moves(self, y: np.ndarray, idx: np.ndarray, horizon: int) -> np.ndarray:
         """For each training origin (after bucket i in `idx`) and lead k: the daily shape at
         i + k less the shape at i; 0 past a day ahead."""
-        shape = _daily_shape(y, self.season, len(y) + horizon)
+        shape = daily_shape(y, self.season, len(y) + horizon)
         leads = np.arange(1, horizon + 1)
         move = shape[idx[:, None] + leads[None, :]] - shape[idx, None]
         move[:, leads > self.season] = 0.0
@@ -191,18 +183,13 @@ class RevertModel(LatestModel):
     # --- the Fitted interface ----------------------------------------------------------------
     def point(self, history, horizon):
         now = self._now(history)
-        tail = history[-self.window :]
-        ok = tail[~np.isnan(tail)]
-        median = float(np.median(ok)) if len(ok) else now
-        if not len(history) or math.isnan(last_valid(history)[0]):
-            median = now
-        forecast = now + self.weights(horizon) * (median - now)
+        forecast = now + self.weights(horizon) * self._pull_from(history, now, horizon)
         v = self._shape[:horizon]
         if v.any() and len(history):
             m = self.season
             recent = history[-(SHAPE_DAYS * m + 1) :]  # the shape reads the last SHAPE_DAYS days only
             n = len(recent)
-            shape = _daily_shape(recent, m, n + horizon)
+            shape = daily_shape(recent, m, n + horizon)
             forecast = forecast + v * np.nan_to_num(shape[n : n + horizon] - shape[n - 1], nan=0.0)
         return forecast
 

@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DAY", "DEFAULT_STEP_S", "WEEK", "Series", "regularize", "season_steps"]
+__all__ = [
+    "DAY",
+    "DEFAULT_STEP_S",
+    "SHAPE_DAYS",
+    "WEEK",
+    "Series",
+    "daily_shape",
+    "ffill",
+    "regularize",
+    "season_steps",
+]
 
 DAY = 86400.0
 WEEK = 7 * DAY
 DEFAULT_STEP_S = 600.0
+SHAPE_DAYS = 7  # a daily shape: the median of the same time of day over the last 7 days
 
 
 @dataclass(frozen=True)
@@ -102,3 +114,27 @@ def regularize(
 
 def season_steps(step_s: float) -> int:
     return max(1, int(round(DAY / step_s)))
+
+
+def ffill(y: np.ndarray) -> np.ndarray:
+    """NaN replaced by the previous finite value (leading NaNs stay)."""
+    ok = ~np.isnan(y)
+    idx = np.where(ok, np.arange(len(y)), -1)
+    np.maximum.accumulate(idx, out=idx)
+    out = np.full(len(y), math.nan)
+    has = idx >= 0
+    out[has] = y[idx[has]]
+    return out
+
+
+def daily_shape(y: np.ndarray, m: int, upto: int) -> np.ndarray:
+    """out[t] = median of the finite values among y[t - d*m], d = 1..SHAPE_DAYS (`m` buckets a
+    day), for t < `upto` (NaN where there are none): the same time of day on the days before
+    bucket t, also past the end of `y`."""
+    days = np.full((SHAPE_DAYS, upto), math.nan)
+    for d in range(1, SHAPE_DAYS + 1):
+        src = y[: max(0, min(len(y), upto - d * m))]
+        days[d - 1, d * m : d * m + len(src)] = src
+    with warnings.catch_warnings():  # an all-NaN column is NaN, as documented
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(days, axis=0)
