@@ -6,10 +6,9 @@ ensemble, fits it on that window and forecasts; it is scored against what happen
 the two baselines (seasonal-naive: same time yesterday; last-value: the last 10-minute mean
 held). All through `core.forecast.evaluate` (the evaluation `forecast-eval` prints too).
 
-Next to ``auto``: ``unchanged``, the selection as it was before the sign test (a challenger
-served when 5% better and better at 2 origins in 3, at every horizon), so one run measures
-the change side by side; `--also` adds
-named models scored on their own (e.g. ``--also latest,revert``).
+`--also` adds named models scored on their own next to ``auto`` (e.g. ``--also latest,revert``);
+a change to the selection is measured by running this script on the old tree and the new
+one side by side.
 
 Choice set (every default and threshold was chosen on these): 12 of the 16 Helios Earth VCs
 (../shared/traces/sensetime_helios_2020/earth_vcs/), May 2020, GPUs requested (running +
@@ -209,12 +208,9 @@ def evaluate_one(name, s, horizons, train, first, count, models):
     out = {}
     for label, h in horizons.items():
         served: list[str] = []
-        unchanged: list[str] = []
-        bt = F.evaluate(
-            s, h, models, train=train, origins=origins, fits_cache=cache, served=served, served_unchanged=unchanged
-        )
+        bt = F.evaluate(s, h, models, train=train, origins=origins, fits_cache=cache, served=served)
         bt.points.clear()
-        out[label] = (bt, Counter(served), Counter(unchanged))
+        out[label] = (bt, Counter(served))
     print(f"  {name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     return name, out
 
@@ -251,20 +247,16 @@ def _ratio(ms, m: str) -> float:
 
 
 def summarize(results: dict, models) -> dict:
-    """The issue's three numbers (and the band) for `auto` and, when run, `unchanged`."""
-    out: dict = {"median_mase": {m: _med([bt.models[m].mase for bt, *_ in results.values()]) for m in models}}
-    for m in ("auto", F.UNCHANGED):
-        if m not in models:
-            continue
-        ratios = [r for bt, *_ in results.values() if math.isfinite(r := _ratio(bt.models, m))]
-        cov = [c for bt, *_ in results.values() if math.isfinite(c := bt.models[m].raw_coverage)]
-        key = "" if m == "auto" else f"{m}_"
-        out[f"{key}wins_vs_better_baseline"] = sum(r < 1 for r in ratios)
-        out[f"{key}series"] = len(ratios)
-        out[f"{key}worst_ratio_to_better_baseline"] = max(ratios) if ratios else math.nan
-        out[f"{key}band_coverage_mean"] = _mean(cov)
-        out[f"{key}band_coverage_min"] = min(cov, default=math.nan)
-        out[f"{key}band_coverage_max"] = max(cov, default=math.nan)
+    """The issue's three numbers (and the band) for `auto`."""
+    out: dict = {"median_mase": {m: _med([bt.models[m].mase for bt, _ in results.values()]) for m in models}}
+    ratios = [r for bt, _ in results.values() if math.isfinite(r := _ratio(bt.models, "auto"))]
+    cov = [c for bt, _ in results.values() if math.isfinite(c := bt.models["auto"].raw_coverage)]
+    out["wins_vs_better_baseline"] = sum(r < 1 for r in ratios)
+    out["series"] = len(ratios)
+    out["worst_ratio_to_better_baseline"] = max(ratios) if ratios else math.nan
+    out["band_coverage_mean"] = _mean(cov)
+    out["band_coverage_min"] = min(cov, default=math.nan)
+    out["band_coverage_max"] = max(cov, default=math.nan)
     return out
 
 
@@ -277,13 +269,6 @@ def summary_line(label: str, s: dict, models) -> str:
         f"{_fmt(s['worst_ratio_to_better_baseline'])}; 80% band holds {_fmt(s['band_coverage_mean'], 2)} "
         f"(series range {_fmt(s['band_coverage_min'], 2)}-{_fmt(s['band_coverage_max'], 2)})"
     )
-    if F.UNCHANGED in models:
-        text += (
-            f"\n{' ' * len(label)}  unchanged (before the sign test): median MASE {_fmt(mm[F.UNCHANGED])}; beats the better "
-            f"baseline on {s['unchanged_wins_vs_better_baseline']}/{s['unchanged_series']}; worst ratio "
-            f"{_fmt(s['unchanged_worst_ratio_to_better_baseline'])}; 80% band holds "
-            f"{_fmt(s['unchanged_band_coverage_mean'], 2)}"
-        )
     return text
 
 
@@ -291,29 +276,21 @@ def table(label: str, results: dict, models, held_out: tuple[str, ...] = ()) -> 
     """The per-series table and its summary; with `held_out`, summaries for the whole set,
     the series chosen on and the held-out ones (marked * in the table) apart."""
     rows = []
-    for name, (bt, served, *rest) in results.items():
+    for name, (bt, served) in results.items():
         ms = bt.models
         top = ", ".join(f"{k} {v}" for k, v in served.most_common(3))
         row = [name + ("*" if name in held_out else "")] + [_fmt(ms[m].mase) for m in models]
         row += [_fmt(_ratio(ms, "auto"))]
-        if F.UNCHANGED in models:
-            row += [_fmt(_ratio(ms, F.UNCHANGED))]
         row += [_fmt(ms["auto"].mase_median), _fmt(ms["auto"].mase_worst), _fmt(ms["auto"].raw_coverage, 2)]
         row += [str(len(bt.origins)), top]
-        if F.UNCHANGED in models and rest:
-            row += [", ".join(f"{k} {v}" for k, v in rest[0].most_common(2))]
         rows.append(row)
     summary = summarize(results, models)
-    ratios = [r for bt, *_ in results.values() if math.isfinite(r := _ratio(bt.models, "auto"))]
+    ratios = [r for bt, _ in results.values() if math.isfinite(r := _ratio(bt.models, "auto"))]
     foot = ["median"] + [_fmt(summary["median_mase"][m]) for m in models] + [_fmt(_med(ratios))]
-    if F.UNCHANGED in models:
-        foot += [_fmt(_med([_ratio(bt.models, F.UNCHANGED) for bt, *_ in results.values()]))]
-    foot += ["", "", _fmt(summary["band_coverage_mean"], 2), "", ""] + ([""] if F.UNCHANGED in models else [])
+    foot += ["", "", _fmt(summary["band_coverage_mean"], 2), "", ""]
     rows.append(foot)
     header = ["series", *(f"MASE {m}" for m in models), "auto/best base"]
-    header += ["unchanged/best base"] if F.UNCHANGED in models else []
     header += ["origin median", "origin worst", "in 80% band", "origins", "served (origins)"]
-    header += ["unchanged served"] if F.UNCHANGED in models else []
     text = _grid(header, rows) + "\n\n" + summary_line(label, summary, models)
     if held_out:
         seen = {k: v for k, v in results.items() if k not in held_out}
@@ -340,9 +317,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--origins", type=int, default=50, help="origins per series and horizon (default 50)")
     p.add_argument("--all-models", action="store_true", help="also score every candidate model on its own")
     p.add_argument("--also", default="", help="comma-separated models to score on their own too (e.g. latest,revert)")
-    p.add_argument(
-        "--no-unchanged", action="store_true", help="leave out `unchanged` (the selection before the sign test)"
-    )
     p.add_argument("--jobs", type=int, default=1, help="series evaluated in parallel processes (default 1)")
     p.add_argument("--json", help="write every figure here")
     args = p.parse_args(argv)
@@ -354,8 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in also if m not in (*F.MODELS, F.ENSEMBLE)]
     if unknown:
         p.error(f"unknown model(s) {', '.join(unknown)}; use some of {', '.join(F.MODELS)}, ensemble")
-    unchanged = () if args.no_unchanged else (F.UNCHANGED,)
-    models = ("auto", *unchanged, *(F.CANDIDATES if args.all_models else ()), *also, *BASE)
+    models = ("auto", *(F.CANDIDATES if args.all_models else ()), *also, *BASE)
     models = tuple(dict.fromkeys(models))
     wall0 = time.perf_counter()
     doc: dict = {"summary": {}}

@@ -11,6 +11,8 @@ import pytest
 from jupyter_gpusched.core import forecast as F
 from jupyter_gpusched.core.forecast.revert import MAX_WEIGHT, RevertModel
 
+from conftest import working_day
+
 pytestmark = pytest.mark.timeout(120)
 STEP = 600.0
 WEEK_STEPS = 1008
@@ -146,27 +148,8 @@ def test_revert_is_a_candidate_and_the_selections_default():
     assert short is not None and "revert" not in short.mase and short.model != "revert"
     assert short.default == "latest"
     served: list[str] = []
-    unchanged: list[str] = []
-    bt = F.evaluate(
-        s,
-        144,
-        ("auto", F.UNCHANGED, "last-value"),
-        train=8 * 144,
-        first_origin=8 * 144 - 100,
-        count=3,
-        served=served,
-        served_unchanged=unchanged,
-    )
-    assert len(served) == len(unchanged) == 3
-    assert set(bt.models) >= {"auto", F.UNCHANGED}
-
-
-def working_day(days: int, seed: int = 0) -> F.Series:
-    """Arrivals that follow the clock: about 4 a bucket at night, 24 at midday, Poisson noise."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(144 * days)
-    level = 14.0 - 10.0 * np.cos(2 * np.pi * (t % 144) / 144)
-    return F.Series(0.0, STEP, rng.poisson(level).astype(float))
+    bt = F.evaluate(s, 144, ("auto", "last-value"), train=8 * 144, first_origin=8 * 144 - 100, count=3, served=served)
+    assert len(served) == 3 and set(bt.models) == {"auto", "last-value"}
 
 
 def test_a_daily_shape_moves_the_forecast_where_the_series_has_one():

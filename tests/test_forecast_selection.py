@@ -14,6 +14,8 @@ import pytest
 from jupyter_gpusched.core import forecast as F
 from jupyter_gpusched.core.forecast.statistical import EtsModel, ThetaModel
 
+from conftest import level_steps
+
 pytestmark = pytest.mark.timeout(120)
 STEP = 600.0
 
@@ -23,13 +25,6 @@ def periodic(days: int, noise: float = 0.3, seed: int = 0) -> F.Series:
     rng = np.random.default_rng(seed)
     day = np.where((np.arange(144) >= 48) & (np.arange(144) < 108), 10.0, 2.0)
     return F.Series(0.0, STEP, np.tile(day, days) + rng.normal(0, noise, 144 * days))
-
-
-def steps(days: int, seed: int = 0) -> F.Series:
-    """Level shifts at random times (jobs of hours to days), no daily shape."""
-    rng = np.random.default_rng(seed)
-    jumps = np.where(rng.random(144 * days) < 0.02, rng.normal(0, 8, 144 * days), 0.0)
-    return F.Series(0.0, STEP, np.maximum(40 + np.cumsum(jumps), 0.0))
 
 
 def test_spread_origins_cover_the_whole_series_evenly():
@@ -63,7 +58,7 @@ def test_ets_and_theta_run_statsmodels_own_recursion():
     from statsmodels.tsa.forecasting.theta import ThetaModel as SmTheta
     from statsmodels.tsa.holtwinters import ExponentialSmoothing
 
-    s = steps(4, seed=3)
+    s = level_steps(4, seed=3)
     y = s.values
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -101,12 +96,12 @@ def test_selection_rewards_the_daily_shape_and_otherwise_keeps_the_latest():
     assert shaped is not None and shaped.model == "seasonal-naive", shaped.why
     assert shaped.mase["seasonal-naive"] < 0.95 * shaped.mase["latest"]
     assert "seasonal-naive" in shaped.why and "last-value" in shaped.why
-    flat = F.select(steps(8), 0, 8 * 144, 6, candidates=cands)
+    flat = F.select(level_steps(8), 0, 8 * 144, 6, candidates=cands)
     assert flat is not None and flat.model == "latest", flat.why  # no challenger 5% better
-    # a day ahead on 4 days of history: the shape still wins, at most origins
+    # a day ahead on 4 days of history (one day of origins: one outcome): the shape wins at every origin
     short = F.select(periodic(4), 0, 4 * 144, 144, candidates=cands)
     assert short is not None and short.model == "seasonal-naive" and short.origins > 0
-    long_flat = F.select(steps(8), 0, 8 * 144, 144, candidates=cands)
+    long_flat = F.select(level_steps(8), 0, 8 * 144, 144, candidates=cands)
     assert long_flat is not None and long_flat.model == "latest", long_flat.why
 
 
@@ -146,31 +141,46 @@ def test_evaluate_scores_the_served_forecast_and_the_spread():
     assert auto.mase <= bt.models["seasonal-naive"].mase * 1.05 < bt.models["last-value"].mase
 
 
-def test_where_origins_overlap_a_challenger_must_win_a_sign_test_over_independent_blocks():
-    from jupyter_gpusched.core.forecast.selection import _beats_default, sign_test_p
+def test_the_t_test_is_students():
+    from jupyter_gpusched.core.forecast.selection import t_test_p
 
-    assert sign_test_p(5, 5) == pytest.approx(1 / 32) and sign_test_p(0, 7) == 1.0
-    assert sign_test_p(4, 5) == pytest.approx(6 / 32)
-    # a day ahead, 120 hourly origins are five days: blocks of 24 origins, five outcomes
+    # one degree of freedom is Cauchy: P(T <= t) = 1/2 + atan(t)/pi; here t = -2
+    assert t_test_p(np.array([-1.0, -3.0])) == pytest.approx(0.5 + math.atan(-2.0) / math.pi, abs=1e-6)
+    # two: P(T <= t) = 1/2 + t / (2 sqrt(2 + t^2)); here t = -2 sqrt(3)
+    t = -2 * math.sqrt(3)
+    assert t_test_p(np.array([-1.0, -2.0, -3.0])) == pytest.approx(0.5 + t / (2 * math.sqrt(2 + t * t)), abs=1e-6)
+    assert t_test_p(np.array([3.0, 1.0, 2.0])) == pytest.approx(1 - 0.5 - t / (2 * math.sqrt(2 + t * t)), abs=1e-6)
+    assert t_test_p(np.array([-0.1] * 5)) == 0.0  # no spread, below 0
+    assert t_test_p(np.array([0.0] * 5)) == 1.0 and t_test_p(np.array([-1.0])) == 1.0 and t_test_p(np.zeros(0)) == 1.0
+
+
+def test_a_challenger_must_win_two_independent_outcomes_in_three_and_where_they_are_few_a_t_test():
+    from jupyter_gpusched.core.forecast.selection import _beats_default
+
     default = np.ones(120)
-    lucky = np.where(np.arange(120) < 80, 0.5, 1.05)  # 32% better on average, at 80 of 120 origins
-    scores = {"revert": 1.0, "ets": float(lucky.mean())}
-    per_origin = {"revert": default, "ets": lucky}
-    assert _beats_default("ets", "revert", scores, per_origin, 1)  # origins apart: 2 in 3 is enough
-    assert not _beats_default("ets", "revert", scores, per_origin, 24)  # 4 days of 5: p = 0.19
-    steady = np.full(120, 0.9)  # 10% better every day
-    assert _beats_default("ets", "revert", {"revert": 1.0, "ets": 0.9}, {"revert": default, "ets": steady}, 24)
-    # two days of origins: no test can reach 5%, so every day must be won
-    assert _beats_default(
-        "ets", "revert", {"revert": 1.0, "ets": 0.9}, {"revert": default[:48], "ets": steady[:48]}, 24
-    )
-    mixed = np.concatenate([np.full(24, 0.5), np.full(10, 0.9), np.full(14, 1.2)])  # 34 of 48, one day of two
-    # fewer origins than a block (under a day of them) are one block, which must be won
-    assert _beats_default(
-        "ets", "revert", {"revert": 1.0, "ets": 0.9}, {"revert": default[:10], "ets": steady[:10]}, 24
-    )
-    half = np.where(np.arange(10) < 7, 0.5, 2.5)  # better at 7 of 10 origins, worse on their mean
-    assert not _beats_default("ets", "revert", {"revert": 1.0, "ets": 0.9}, {"revert": default[:10], "ets": half}, 24)
-    two = {"revert": default[:48], "ets": mixed}
-    assert _beats_default("ets", "revert", {"revert": 1.0, "ets": float(mixed.mean())}, two, 1)
-    assert not _beats_default("ets", "revert", {"revert": 1.0, "ets": float(mixed.mean())}, two, 24)
+
+    def beats(challenger: np.ndarray, block: int, default: np.ndarray = default) -> bool:
+        scores = {"revert": float(default.mean()), "ets": float(challenger.mean())}
+        return _beats_default("ets", "revert", scores, {"revert": default, "ets": challenger}, block)
+
+    # one great day, then four a little better: 12% better on average, at nearly every origin
+    rng = np.random.default_rng(0)
+    one_day = np.concatenate([np.full(24, 0.5), 0.98 + rng.normal(0, 0.005, 96)])
+    assert not beats(one_day, 24)  # a day ahead the origins overlap: five outcomes, one of them good
+    assert beats(one_day, 1)  # had the 120 origins been apart (an hour ahead), they would be 120 outcomes
+    # better on average and by a t-test, but in under two outcomes in three: a few large gains
+    few = np.where(np.arange(120) % 12 < 5, 0.3, 1.02)
+    assert not beats(few, 1)
+    # origins apart are tested by their count alone: 4 of 6 better is served, though a t-test would not pass it
+    assert beats(np.array([0.5, 0.5, 0.5, 0.5, 1.3, 1.3]), 1, default[:6])
+    # arrivals that follow the clock: a large gain at a few origins a day, a small loss at the rest;
+    # better at one origin in six, yet better every day
+    clock = np.tile(np.concatenate([np.full(4, 0.4), np.full(20, 1.05)]), 5) + rng.normal(0, 0.01, 120)
+    assert float(np.mean(clock < 1)) < 0.2 and beats(clock, 24)
+    assert beats(np.full(120, 0.9), 24)  # 10% better every day: no spread, served
+    assert not beats(np.full(120, 0.97), 24)  # consistent but under the 5% margin
+    # under two days of origins, a day ahead: one outcome, no spread to test; every origin must be better
+    assert beats(np.full(30, 0.5), 24, default[:30])
+    assert not beats(np.where(np.arange(30) < 27, 0.5, 1.01), 24, default[:30])
+    worse_on_average = np.where(np.arange(120) < 80, 0.5, 2.5)  # better at 2 origins in 3
+    assert not beats(worse_on_average, 1)

@@ -10,6 +10,7 @@ from .prophet import ProphetModel
 from .revert import RevertModel
 from .series import DAY, WEEK, Series, season_steps
 from .statistical import EtsModel, ThetaModel
+from .timeofday import TimeOfDayModel
 
 __all__ = ["MIN_PROPHET_S", "MIN_WEEKLY_S", "fit", "fit_with_fallback"]
 
@@ -20,6 +21,7 @@ _SIMPLE = {
     "last-value": LastValueModel,
     "latest": LatestModel,
     "revert": RevertModel,
+    "time-of-day": TimeOfDayModel,
     "mean": MeanModel,
     "ets": EtsModel,
     "theta": ThetaModel,

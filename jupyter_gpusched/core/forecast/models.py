@@ -23,7 +23,18 @@ __all__ = [
 ]
 
 DEFAULT_INTERVAL = 0.8
-MODELS = ("latest", "revert", "prophet-ar", "prophet", "ets", "theta", "seasonal-naive", "last-value", "mean")
+MODELS = (
+    "latest",
+    "revert",
+    "time-of-day",
+    "prophet-ar",
+    "prophet",
+    "ets",
+    "theta",
+    "seasonal-naive",
+    "last-value",
+    "mean",
+)
 BASELINES = ("seasonal-naive", "last-value")
 
 
