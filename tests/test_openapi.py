@@ -32,6 +32,14 @@ def test_every_route_is_documented_and_every_documented_path_is_routed():
     assert routed == set(SPEC["paths"])
 
 
+def test_the_forecast_model_parameter_names_every_model():
+    from jupyter_gpusched.core.forecast import MODELS
+
+    params = SPEC["paths"]["/gpusched/api/forecast"]["get"]["parameters"]
+    (model,) = [p for p in params if p["name"] == "model"]
+    assert model["schema"]["enum"] == ["auto", "ensemble", *MODELS]
+
+
 def _inline(node):
     """OpenAPI 3.0 schema -> JSON Schema: resolve $ref, turn `nullable` into a null type."""
     if isinstance(node, list):
