@@ -96,6 +96,11 @@ class RevertModel(LatestModel):
         self._errors = np.full((1, 1), math.nan)
         self._fitted_for = 0
 
+    @property
+    def has_days(self) -> bool:
+        """A day of several buckets: a time of day to follow (not on daily buckets)."""
+        return self.season > 1 and self.step_s < DAY / 2
+
     # --- fitting, on the training window only ---------------------------------------------
     def _now_at_origins(self) -> np.ndarray:
         """Where demand stood at the end of each bucket of the training window (its last sample,
@@ -148,7 +153,7 @@ class RevertModel(LatestModel):
                 errors = base - w[None, :] * pull
                 m = self.season
                 # a shape needs 2 days of origins
-                daily = self.shape_term and m > 1 and self.step_s < DAY / 2 and len(idx) >= 2 * m
+                daily = self.shape_term and self.has_days and len(idx) >= 2 * m
                 move = self._shape_moves(y, idx, horizon) if daily else None
                 if move is not None and fitted.any():
                     without = sae.min(axis=0)[fitted].sum()
@@ -175,7 +180,7 @@ class RevertModel(LatestModel):
         return np.nan_to_num(move, nan=0.0)
 
     def weights(self, horizon: int) -> np.ndarray:
-        """The per-lead weights on the week's median, fitted on the training window."""
+        """The per-lead weights on the pull's target (`revert`: the week's median), fitted on the training window."""
         if horizon > self._fitted_for:
             self._fit(horizon)
         return self._weights[:horizon]

@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from .models import Fitted
+from .series import ffill
 
 __all__ = ["EtsModel", "ThetaModel"]
 
@@ -27,9 +28,7 @@ def _filled(y: np.ndarray) -> np.ndarray:
     ok = ~np.isnan(y)
     if not ok.any():
         return np.zeros_like(y)
-    idx = np.where(ok, np.arange(len(y)), 0)
-    np.maximum.accumulate(idx, out=idx)
-    out = y[idx]
+    out = ffill(y)
     out[: int(np.flatnonzero(ok)[0])] = y[ok][0]
     return out
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from .revert import RevertModel
-from .series import DAY, SHAPE_DAYS, daily_shape
+from .series import SHAPE_DAYS, daily_shape
 
 __all__ = ["TimeOfDayModel"]
 
@@ -39,14 +39,10 @@ class TimeOfDayModel(RevertModel):
     max_weight = 1.0  # all the way to the week's hours
     shape_term = False  # the shape is the target itself
 
-    def __init__(self, series, lo, hi, season):
-        super().__init__(series, lo, hi, season)
-        self.daily = season > 1 and series.step_s < DAY / 2  # a day of several buckets
-
     def _gaps(self, y: np.ndarray, origins: np.ndarray, now: np.ndarray, horizon: int) -> np.ndarray:
         """shape[k] - now for each origin (after bucket i in `origins`) and lead k; 0 past a day
         ahead, where the shape has no value, and on series without a day of buckets."""
-        if not self.daily:
+        if not self.has_days:
             return np.zeros((len(origins), horizon))
         m = self.season
         leads = np.arange(1, horizon + 1)
