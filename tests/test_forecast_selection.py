@@ -6,6 +6,8 @@ the evaluation the benchmarks print."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -125,6 +127,20 @@ def test_a_history_with_long_gaps_selects_without_warnings():
         for horizon in (6, 144):
             f = F.forecast(s, horizon)
             assert f.model is not None and np.isfinite(f.values).all()
+
+
+def test_a_fit_that_does_not_converge_is_quiet_in_a_fresh_process():
+    """ETS on an all-zero history fails to converge; the first fit in a process imports
+    statsmodels' warning module, which must not undo the filter around the fit."""
+    code = (
+        "import numpy as np\n"
+        "from jupyter_gpusched.core import forecast as F\n"
+        "from jupyter_gpusched.core.forecast.statistical import EtsModel\n"
+        "s = F.Series(0.0, 600.0, np.zeros(2016))\n"
+        "EtsModel(s, 0, len(s), 144)\n"
+    )
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "Warning" not in done.stderr, done.stderr
 
 
 def test_evaluate_scores_the_served_forecast_and_the_spread():

@@ -42,6 +42,10 @@ class _Smoothing(Fitted):
     def __init__(self, series, lo, hi, season):
         super().__init__(series, lo, hi, season)
         t0 = time.perf_counter()
+        # statsmodels sets its warnings to "always" when this module is first imported, which would
+        # override the filter below if that happened inside it
+        import statsmodels.tools.sm_exceptions  # noqa: F401
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence chatter; the parameters are still usable
             self._estimate(_filled(self.train))
