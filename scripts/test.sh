@@ -34,8 +34,8 @@ fi
 
 bash scripts/setup.sh test
 echo "test.sh: ruff, mypy, ESLint, Jest"
-.venv/bin/python -m ruff check jupyter_gpusched tests benchmarks scripts
-.venv/bin/python -m ruff format --check jupyter_gpusched tests benchmarks scripts
+.venv/bin/python -m ruff check jupyter_gpusched tests benchmarks scripts notebooks
+.venv/bin/python -m ruff format --check jupyter_gpusched tests benchmarks scripts notebooks
 .venv/bin/python -m mypy
 (
   cd labextension
