@@ -299,3 +299,17 @@ def test_builtin_scenarios_ship_inside_the_package(tmp_path):
     ).stdout
     assert "'seed-3x8'" in out and "'philly-full'" in out
     assert str(tmp_path / "site" / "jupyter_gpusched" / "sim" / "scenarios" / "seed-3x8.yaml") in out
+
+
+def test_bench_says_which_rows_of_the_trace_it_left_out(tmp_path, capsys):
+    (tmp_path / "log.csv").write_text("submit_time,duration,gpus\n0,600,1\n5,600,0\n9,0,2\n20,300,2\n")
+    sc = {
+        "name": "log",
+        "trace": {"format": "csv", "path": "log.csv"},
+        "pools": [{"name": "ondemand", "nodes": 1, "gpus_per_node": 4}],
+        "policies": ["fifo"],
+    }
+    (tmp_path / "log.yaml").write_text(yaml.safe_dump(sc))
+    assert bench_main([str(tmp_path / "log.yaml"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "scenario log: 2 jobs" in out and "left out of the trace: CPU-only jobs: 1; zero-length jobs: 1" in out

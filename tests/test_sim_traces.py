@@ -125,8 +125,8 @@ def test_plain_csv_with_iso_times_and_only_required_columns(tmp_path):
     ("text", "line", "column", "why"),
     [
         ("submit_time,duration,gpus\n0,60,1\n5,60,1.5\n", 3, "gpus", "whole number"),
-        ("submit_time,duration,gpus\n0,60,0\n", 2, "gpus", "at least 1"),
-        ("submit_time,duration,gpus\n0,-3,1\n", 2, "duration", "above 0"),
+        ("submit_time,duration,gpus\n0,60,-1\n", 2, "gpus", "0 or more"),
+        ("submit_time,duration,gpus\n0,-3,1\n", 2, "duration", "0 seconds or more"),
         ("submit_time,duration,gpus\n0,abc,1\n", 2, "duration", "seconds"),
         ("submit_time,duration,gpus,priority\n0,60,1,urgent\n", 2, "priority", "high, normal or low"),
         ("submit_time,duration,gpus,preemptible\n0,60,1,maybe\n", 2, "preemptible", "true or false"),
@@ -152,6 +152,21 @@ def test_malformed_csv_names_line_column_and_reason(tmp_path, text, line, column
     e = err.value
     assert e.line == line and e.column == column
     assert why in str(e) and f"line {line}" in str(e) and "t.csv" in str(e)
+
+
+def test_cpu_only_and_zero_length_jobs_are_left_out_and_counted(tmp_path):
+    """A real job log has CPU-only jobs and jobs that ended at once; they hold no GPU time, so
+    they are left out (ids keep their rows), counted, and shown in the report, not refused."""
+    text = "submit_time,duration,gpus\n0,60,1\n5,60,0\n7,0,2\n9,30,4\n11,0,0\n"
+    tr = load_csv(write(tmp_path, text))
+    assert [j.id for j in tr.jobs] == ["job-0", "job-3"]
+    assert tr.skipped == {"CPU-only jobs": 2, "zero-length jobs": 1}
+    philly = "timestamp,duration,num_gpus,gpu_time,cluster\n"
+    philly += "2017-10-09 07:00:00,60,1,60,a\n2017-10-09 07:01:00,0,1,0,a\n2017-10-09 07:02:00,60,0,0,b\n"
+    tr = load_philly(write(tmp_path, philly))
+    assert [j.id for j in tr.jobs] == ["philly-0"] and tr.skipped == {"CPU-only jobs": 1, "zero-length jobs": 1}
+    with pytest.raises(TraceError, match=r"no GPU jobs to replay \(1 CPU-only jobs, 1 zero-length jobs\)"):
+        load_csv(write(tmp_path, "submit_time,duration,gpus\n0,60,0\n1,0,1\n"))
 
 
 def test_missing_and_empty_files(tmp_path):

@@ -247,6 +247,9 @@ def format_table(report: dict, width: int | None = None) -> str:
         f"scenario {sc['name']}: {sc['trace']['jobs']} jobs from {sc['trace']['format']} "
         f"({Path(sc['trace']['source']).name}), {sc['capacity_gpus']} GPUs, seed {sc['seed']}",
     ]
+    if left_out := sc["trace"].get("left_out"):
+        said = "left out of the trace: " + "; ".join(f"{why}: {n:,}" for why, n in left_out.items())
+        head += textwrap.wrap(said, min(width or 118, 118))
     header = [
         "policy", "jobs", "util", "util net", "goodput", "avgJCT h", "p50JCT h", "p99JCT h", "makespan h",
         "maxLowWait h", "cost/job", "Jain", "preempt", "GPUh lost",

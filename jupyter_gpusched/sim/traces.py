@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..core.model import NodeSpec, Priority
@@ -211,6 +212,23 @@ def _sorted(jobs: list[TraceJob]) -> list[TraceJob]:
     return sorted(jobs, key=lambda j: j.submit)
 
 
+DURATION_WHY = "expected a duration of 0 seconds or more (0: left out)"
+GPUS_WHY = "expected a whole number of GPUs, 0 or more (0: a CPU-only job, left out)"
+
+
+def _gpu_work(path, duration: pd.Series, gpus: pd.Series) -> tuple[np.ndarray, dict[str, int]]:
+    """Which rows are GPU work to replay, and counts of the rest: a real job log has CPU-only
+    jobs and jobs that ended at once, which hold no GPU time; they are left out and counted
+    (the report shows the counts), not refused. Nothing left at all is an error."""
+    cpu_only = (gpus == 0).to_numpy()
+    zero = (duration == 0).to_numpy() & ~cpu_only
+    skipped = {k: int(n) for k, n in (("CPU-only jobs", cpu_only.sum()), ("zero-length jobs", zero.sum())) if n}
+    keep = ~(cpu_only | zero)
+    if len(keep) and not keep.any():
+        raise TraceError(path, f"no GPU jobs to replay ({', '.join(f'{n} {k}' for k, n in skipped.items())})")
+    return keep, skipped
+
+
 # --- Philly ------------------------------------------------------------------------------------
 def load_philly(path: str | Path) -> Trace:
     """The Philly per-job table: timestamp, duration (s), num_gpus, gpu_time, cluster (the VC).
@@ -220,19 +238,21 @@ def load_philly(path: str | Path) -> Trace:
     stamps = pd.to_datetime(df["timestamp"], format="%Y-%m-%d %H:%M:%S", errors="coerce")
     _fail_first(path, df, stamps.isna(), "timestamp", "expected a date and time as YYYY-MM-DD HH:MM:SS")
     duration = _numbers(path, df, "duration", why="expected a number of seconds")
-    _fail_first(path, df, duration <= 0, "duration", "expected a duration above 0 seconds")
-    gpus = _whole(path, df, "num_gpus", minimum=1, why="expected a whole number of GPUs, at least 1")
+    _fail_first(path, df, duration < 0, "duration", DURATION_WHY)
+    gpus = _whole(path, df, "num_gpus", minimum=0, why=GPUS_WHY)
     tenant = df["cluster"].fillna("").astype(str).str.strip()
     _fail_first(path, df, tenant == "", "cluster", "expected a VC name")
     origin = stamps.min().to_pydatetime()
     submit = (stamps - stamps.min()).dt.total_seconds().to_numpy()
+    keep, skipped = _gpu_work(path, duration, gpus)
     jobs = [
         TraceJob(f"philly-{i}", float(t), float(d), int(g), v)
-        for i, (t, d, g, v) in enumerate(
-            zip(submit, duration.to_numpy(), gpus.to_numpy(), tenant.to_numpy(), strict=True)
+        for i, (t, d, g, v, k) in enumerate(
+            zip(submit, duration.to_numpy(), gpus.to_numpy(), tenant.to_numpy(), keep, strict=True)
         )
+        if k
     ]
-    return Trace(_sorted(jobs), origin=origin, source=str(path), format="philly")
+    return Trace(_sorted(jobs), origin=origin, skipped=skipped, source=str(path), format="philly")
 
 
 # --- Alibaba 2023 ------------------------------------------------------------------------------
@@ -355,7 +375,7 @@ def load_csv(path: str | Path) -> Trace:
     optionally ``tenant, priority, preemptible, job_id, status, est_runtime``.
 
     - submit_time: seconds (any origin), or ISO 8601 date-times in every row;
-    - duration: seconds > 0; gpus: whole number >= 1;
+    - duration: seconds >= 0; gpus: whole number >= 0 (rows with 0 of either are left out, counted);
     - tenant: a name (empty: ``default``); priority: high/normal/low (empty: normal);
     - preemptible: true/false, yes/no, 1/0 (empty: false);
     - status: ok/failed/cancelled (empty: ok); est_runtime: seconds, the user's estimate.
@@ -382,8 +402,8 @@ def load_csv(path: str | Path) -> Trace:
         origin = stamps.min().to_pydatetime()
         submit = (stamps - stamps.min()).dt.total_seconds()
     duration = _numbers(path, df, "duration", why="expected a number of seconds")
-    _fail_first(path, df, duration <= 0, "duration", "expected a duration above 0 seconds")
-    gpus = _whole(path, df, "gpus", minimum=1, why="expected a whole number of GPUs, at least 1")
+    _fail_first(path, df, duration < 0, "duration", DURATION_WHY)
+    gpus = _whole(path, df, "gpus", minimum=0, why=GPUS_WHY)
 
     def text(col: str, default: str) -> pd.Series:
         if col not in df.columns:
@@ -423,8 +443,11 @@ def load_csv(path: str | Path) -> Trace:
         dup = ids.duplicated() & (ids != "")
         _fail_first(path, df, dup, "job_id", "job ids must be unique")
 
+    keep, skipped = _gpu_work(path, duration, gpus)
     jobs = []
     for i in range(len(df)):
+        if not keep[i]:
+            continue
         jid = ids.iat[i] if ids is not None and ids.iat[i] else f"job-{i}"
         e = None if est is None or pd.isna(est.iat[i]) else float(est.iat[i])
         jobs.append(
@@ -440,7 +463,7 @@ def load_csv(path: str | Path) -> Trace:
                 est_runtime=e,
             )
         )
-    return Trace(_sorted(jobs), origin=origin, source=str(path), format="csv")
+    return Trace(_sorted(jobs), origin=origin, skipped=skipped, source=str(path), format="csv")
 
 
 TRACE_FORMATS: dict[str, Callable[[str | Path], Trace]] = {
