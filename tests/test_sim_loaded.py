@@ -33,7 +33,21 @@ def test_loaded_scenarios_offer_about_0_8_of_their_cluster(name, jobs, gpus):
 
 
 @needs_traces
-@pytest.mark.parametrize("name", ["seed-3x8", "philly-loaded", "alibaba-loaded"])
+def test_the_whole_philly_trace_offers_about_0_8_of_its_cluster_and_overloads_it_for_weeks():
+    sc = load_scenario("philly-loaded-full", traces=TRACES)
+    assert len(sc.jobs) == 82_238 and sc.capacity == 472 and sc.trace.skipped == {"more than 32 GPUs": 9}
+    t0 = min(j.submit for j in sc.trace.jobs)
+    hours = (max(j.submit for j in sc.trace.jobs) - t0) / 3600
+    assert 0.75 <= offered_load(sc.trace.jobs, sc.capacity, hours) <= 0.8
+    weeks: dict[int, list] = {}
+    for j in sc.trace.jobs:
+        weeks.setdefault(int((j.submit - t0) / (7 * 86400)), []).append(j)
+    weekly = [offered_load(jobs, sc.capacity, 7 * 24) for w, jobs in weeks.items() if w < hours // (7 * 24)]
+    assert sum(load > 1 for load in weekly) >= 5  # what a whole-trace replay at 0.8 means on a trace this uneven
+
+
+@needs_traces
+@pytest.mark.parametrize("name", ["seed-3x8", "philly-loaded", "alibaba-loaded", "philly-loaded-full"])
 def test_spot_hybrid_gets_an_on_demand_base_sized_to_the_work_that_may_not_run_on_spot(name):
     """One rule for the scenarios whose cluster is sized to a load: on-demand nodes =
     ceil(nodes x the GPU-hour share of non-preemptible jobs), spot up to the rest. A smaller
