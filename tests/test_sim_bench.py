@@ -313,3 +313,30 @@ def test_bench_says_which_rows_of_the_trace_it_left_out(tmp_path, capsys):
     assert bench_main([str(tmp_path / "log.yaml"), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "scenario log: 2 jobs" in out and "left out of the trace: CPU-only jobs: 1; zero-length jobs: 1" in out
+
+
+def test_job_sizes_are_classed_in_powers_of_two_and_the_report_shows_their_waits(tmp_path, capsys):
+    from jupyter_gpusched.sim.metrics import size_class
+
+    assert [size_class(g) for g in (1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33)] == [
+        "1", "2", "3-4", "3-4", "5-8", "5-8", "9-16", "9-16", "17-32", "17-32", "33-64",
+    ]  # fmt: skip
+    # one node of 8: the 8-GPU job waits for the three 1-GPU jobs to end (fifo), the 1-GPU ones do not
+    (tmp_path / "t.csv").write_text("submit_time,duration,gpus\n0,3600,1\n0,3600,1\n0,3600,1\n10,600,8\n")
+    sc = {"name": "t", "trace": {"format": "csv", "path": "t.csv"}, "policies": ["fifo"]}
+    sc["pools"] = [{"name": "ondemand", "nodes": 1, "gpus_per_node": 8}]
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(sc))
+    assert bench_main([str(tmp_path / "t.yaml"), "--no-progress", "--json", str(tmp_path / "t.json")]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("queueing delay by job size") :].splitlines()
+    assert table[1].split() == ["policy", "1", "GPU", "5-8"] and table[3].split() == [
+        "fifo",
+        "0.00",
+        "/",
+        "0.00",
+        "1.00",
+        "/",
+        "1.00",
+    ]
+    waits = json.loads((tmp_path / "t.json").read_text())["policies"]["fifo"]["wait_by_size"]
+    assert waits["5-8"]["max_s"] == pytest.approx(3590) and waits["1"]["jobs"] == 3

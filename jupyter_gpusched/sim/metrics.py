@@ -73,6 +73,15 @@ def bounds(jobs: Sequence[JobRecord], capacity: int, t0: float | None = None) ->
     }
 
 
+def size_class(gpus: int) -> str:
+    """Job sizes in powers of two ("1", "2", "3-4", "5-8", ...): where large jobs wait far longer
+    than small ones (whole nodes must drain for them), the table by size shows it."""
+    if gpus <= 2:
+        return str(max(gpus, 1))
+    hi = 1 << (gpus - 1).bit_length()
+    return f"{hi // 2 + 1}-{hi}"
+
+
 def _group_waits(recs: Sequence[JobRecord], key) -> dict:
     groups: dict[str, list[float]] = defaultdict(list)
     for r in recs:
@@ -159,6 +168,7 @@ def summarize(res: SimResult, aging_interval: float = 3600.0) -> dict:
         "max_wait_s": float(waits.max()) if waits.size else None,
         "wait_by_tenant": _group_waits(recs, lambda r: r.tenant),
         "wait_by_priority": _group_waits(recs, lambda r: r.priority.label),
+        "wait_by_size": _group_waits(recs, lambda r: size_class(r.gpus)),
         "max_low_priority_wait_s": max(low_waits) if low_waits else None,
         "aging_bound_s": starvation_bound(Priority.LOW, aging_interval),
         "low_priority_overtaken": overtaken(recs, starvation_bound(Priority.LOW, aging_interval)),

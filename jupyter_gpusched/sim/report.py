@@ -336,6 +336,18 @@ def format_table(report: dict, width: int | None = None) -> str:
     ]
     if wait_left_out:
         lines += textwrap.wrap(f"(left out: {', '.join(wait_left_out)}; --wide shows all)", wrap)
+    sizes = sorted({k for s in pols.values() for k in s["wait_by_size"]}, key=lambda k: int(k.split("-")[-1]))
+    if len(sizes) > 1:
+        srows = [
+            [name] + [f"{_h(w['avg_s'])} / {_h(w['max_s'])}" if (w := s["wait_by_size"].get(k)) else "-" for k in sizes]
+            for name, s in pols.items()
+        ]
+        heads = ["policy", *(f"{k} GPU" if k == "1" else k for k in sizes)]
+        # too narrow a terminal keeps the largest jobs and the smallest, which say the most
+        size_grid, size_left_out = _fitted_grid(heads, srows, [heads[0], heads[-1], heads[1], *heads[-2:1:-1]], width)
+        lines += ["", "queueing delay by job size in GPUs (hours, average / longest)", size_grid]
+        if size_left_out:
+            lines += textwrap.wrap(f"(left out: {', '.join(size_left_out)}; --wide shows all)", wrap)
     tenants = sorted({t for s in pols.values() for t in s["wait_by_tenant"]})
     if 0 < len(tenants) <= 8:
         trows = [
