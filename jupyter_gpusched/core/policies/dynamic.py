@@ -529,6 +529,8 @@ class DynamicPolicy(Policy):
         `job` at the least cost. Jobs larger than a node are not given reclaim."""
         g = job.gpus
         pools = {p for group in s.pool_choices(job.spec) for p in group}
+        if g > s.cluster.max_node_gpus(pools):
+            return False  # no node could hold it (before indexing every borrower by node)
         by_node: dict[str, list[Job]] = {}
         for b in s.borrowers.values():
             if b.tenant == job.tenant:
