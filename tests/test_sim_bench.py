@@ -95,7 +95,7 @@ def test_bench_on_a_real_window_writes_every_metric_and_respects_the_bounds(tmp_
     assert report["policies"]["static"]["vs_static"]["avg_jct_s"] == pytest.approx(1.0)
     assert report["policies"]["srpt"]["vs_oracle"]["avg_jct_s"] == pytest.approx(1.0)
     assert report["policies"]["spot-hybrid"]["cost_by_pool"].keys() == {"ondemand", "spot"}
-    for png in ("utilization.png", "jct_cdf.png", "queue_length.png"):
+    for png in ("utilization.png", "jct_cdf.png", "queue_length.png", "wait_by_size.png"):
         assert (tmp_path / "plots" / png).stat().st_size > 5_000
 
 

@@ -438,6 +438,34 @@ def write_plots(report: dict, results: dict[str, SimResult], out_dir: str | Path
     paths.append(out / "queue_length.png")
     fig.savefig(paths[-1], dpi=120)
     plt.close(fig)
+
+    # where whole nodes must drain for large jobs, their waits differ from small ones' by orders of magnitude
+    pols = report["policies"]
+    sizes = sorted({k for s in pols.values() for k in s["wait_by_size"]}, key=lambda k: int(k.split("-")[-1]))
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    width = 0.8 / max(len(pols), 1)
+    for i, (pol, s) in enumerate(pols.items()):
+        x = np.arange(len(sizes)) + (i - (len(pols) - 1) / 2) * width
+        w = [s["wait_by_size"].get(k) for k in sizes]
+        avg = [v["avg_s"] / 3600 if v else np.nan for v in w]
+        longest = [v["max_s"] / 3600 if v else np.nan for v in w]
+        bars = ax.bar(x, avg, width, label=pol)
+        ax.plot(x, longest, "_", ms=8, mew=1.5, color=bars.patches[0].get_facecolor() if bars.patches else None)
+    ax.set_xticks(np.arange(len(sizes)), [f"{k} GPU" if k == "1" else f"{k} GPUs" for k in sizes])
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set(
+        xlabel="job size",
+        ylabel="hours waited (log above 1 h)",
+        title=f"{name}: queueing delay by job size (bars: average; dashes: longest)",
+    )
+    top = max((v["max_s"] for s in pols.values() for v in s["wait_by_size"].values()), default=0) / 3600
+    ax.set_ylim(0, max(top, 1) * 2)  # room above the longest dash
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, never over them
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    paths.append(out / "wait_by_size.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
     return paths
 
 
@@ -457,7 +485,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--wide", action="store_true", help="every column, however wide (default: fit the terminal)")
     p.add_argument("--json", metavar="FILE", help="write every figure to FILE as JSON")
-    p.add_argument("--plots", metavar="DIR", help="write PNG plots (utilisation, JCT CDF, queue length) to DIR")
+    p.add_argument(
+        "--plots", metavar="DIR", help="write PNG plots (utilisation, JCT CDF, queue length, waits by job size) to DIR"
+    )
     p.add_argument(
         "--traces", metavar="DIR", help="folder that ${traces} in the scenario stands for (default: ../shared/traces)"
     )
