@@ -239,6 +239,11 @@ WAIT_COLUMNS_BY_PRIORITY = (
 )  # fmt: skip
 
 
+def _size_classes(pols: dict) -> list[str]:
+    """The job-size classes (metrics.size_class) any policy saw, smallest first."""
+    return sorted({k for s in pols.values() for k in s["wait_by_size"]}, key=lambda k: int(k.split("-")[-1]))
+
+
 def format_table(report: dict, width: int | None = None) -> str:
     """The report as text; tables fit in `width` columns (None: every column, however wide)."""
     sc = report["scenario"]
@@ -336,7 +341,7 @@ def format_table(report: dict, width: int | None = None) -> str:
     ]
     if wait_left_out:
         lines += textwrap.wrap(f"(left out: {', '.join(wait_left_out)}; --wide shows all)", wrap)
-    sizes = sorted({k for s in pols.values() for k in s["wait_by_size"]}, key=lambda k: int(k.split("-")[-1]))
+    sizes = _size_classes(pols)
     if len(sizes) > 1:
         srows = [
             [name] + [f"{_h(w['avg_s'])} / {_h(w['max_s'])}" if (w := s["wait_by_size"].get(k)) else "-" for k in sizes]
@@ -441,7 +446,7 @@ def write_plots(report: dict, results: dict[str, SimResult], out_dir: str | Path
 
     # where whole nodes must drain for large jobs, their waits differ from small ones' by orders of magnitude
     pols = report["policies"]
-    sizes = sorted({k for s in pols.values() for k in s["wait_by_size"]}, key=lambda k: int(k.split("-")[-1]))
+    sizes = _size_classes(pols)
     fig, ax = plt.subplots(figsize=(10, 4.5))
     width = 0.8 / max(len(pols), 1)
     for i, (pol, s) in enumerate(pols.items()):
