@@ -603,6 +603,28 @@ def test_dynamic_a_job_larger_than_its_quota_only_borrows():
     assert run(s, 2.0) == [a_small.id] and big.state is S.QUEUED
 
 
+def test_dynamic_grants_a_job_larger_than_its_quota_a_run_after_waiting_one_at_a_time():
+    """Rule 7's bound: once it has waited `oversize_grant_after`, the oldest job larger than its
+    tenant's quota runs as if within it (it may reclaim, and is not reclaimable); one at a time."""
+    s = sched(sizes=(4, 4), tenants=[Tenant("a", 2), Tenant("b", 4), Tenant("c", 2)], oversize_grant_after=100.0)
+    b_jobs = [s.submit(spec(1, tenant="b"), 0.0) for _ in range(6)]
+    run(s, 0.0)
+    lent = [j for j in b_jobs if j.borrowed]
+    assert len(lent) == 2 and s.cluster.free_gpus == 2
+    big_a = s.submit(spec(3, tenant="a"), 1.0)
+    big_c = s.submit(spec(3, tenant="c"), 2.0)
+    assert run(s, 50.0) == []  # they can only borrow, and 2 GPUs are idle
+    decisions = s.schedule(150.0)  # both have waited 100 s: the older is granted its run
+    assert admitted(decisions) == [big_a.id] and preempted(decisions)  # reclaimed b's borrowers to make room
+    assert set(preempted(decisions)) <= {j.id for j in lent}
+    assert not big_a.borrowed and big_c.state is S.QUEUED
+    assert "past tenant 'a''s quota of 2 GPUs after waiting 0.0 h" in s.events[-1].reason
+    s.started(big_a.id, 150.0)
+    assert run(s, 200.0) == []  # the grant is held while big_a runs
+    s.finished(big_a.id, 300.0, ok=True)
+    assert run(s, 300.0)[0] == big_c.id and not big_c.borrowed
+
+
 def test_dynamic_does_not_reclaim_for_a_job_that_would_borrow():
     s = sched(tenants=[Tenant("a", 2), Tenant("b", 1)])
     for _ in range(4):

@@ -73,6 +73,26 @@ def test_fault1_a_job_larger_than_its_quota_neither_reserves_nor_livelocks():
     assert max(r.first_start - r.submit for r in res.jobs if r.tenant == "A") == 0  # A never waits
 
 
+def test_fault1_under_sustained_load_a_job_larger_than_its_quota_is_granted_a_run_after_a_day():
+    """Rule 7's bound. A's within-quota stream (2-GPU jobs every 300 s, 6.7 GPUs of demand on
+    A's quota of 6) never leaves B's 4-GPU job a window: with no grant it waits for the
+    stream to end. After `oversize_grant_after` (a day) it runs as if within quota: it gets
+    the reservation, starts once a node drains, and A may not reclaim it."""
+    stream = [sim_job(f"a{i}", 300 * i, 1000, 2, "A") for i in range(400)]  # 120,000 s of it
+    huge = sim_job("b-huge", 5000, 3000, 4, "B")
+    tenants = [Tenant("A", 6), Tenant("B", 2, burst=2)]
+    runs = {}
+    for after in (None, 86_400.0):
+        config = SchedulerConfig(oversize_grant_after=after)
+        sim = Simulation([*stream, huge], [od_pool()], tenants, "dynamic", config=config, check_invariants=True)
+        (rec,) = [r for r in sim.run().jobs if r.id == "b-huge"]
+        assert rec.state == "SUCCEEDED" and rec.preemptions == 0
+        runs[after] = rec
+    assert runs[None].first_start >= stream[-1].trace.submit  # only once A's stream has ended
+    granted = runs[86_400.0]
+    assert 5000 + 86_400 <= granted.first_start <= 5000 + 86_400 + 1000 + 300  # a day, then a node's drain
+
+
 def elastic_spot(max_nodes=2, gpus=4, life_s=10**7, **kw) -> PoolConfig:
     kw.setdefault("provision_s", 100)
     return PoolConfig(

@@ -17,9 +17,10 @@ from .model import (
 )
 from .placement import Cluster
 from .policies import make_policy, policy_names
-from .scheduler import Scheduler, SchedulerConfig, SpecError, UnknownJob
+from .scheduler import OVERSIZE_GRANT_AFTER_S, Scheduler, SchedulerConfig, SpecError, UnknownJob
 
 __all__ = [
+    "OVERSIZE_GRANT_AFTER_S",
     "Admit",
     "Cluster",
     "Event",

@@ -52,6 +52,11 @@ class UnknownJob(KeyError):
     pass
 
 
+# A day: long beside an aging interval (a job larger than its tenant's quota is its admin's to
+# size, rule 7), short beside the weeks such a job would otherwise wait on a loaded cluster.
+OVERSIZE_GRANT_AFTER_S = 86400.0
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     aging_interval: float = 3600.0  # seconds a waiting job needs to gain one priority class
@@ -61,6 +66,9 @@ class SchedulerConfig:
     # dynamic: a job that has not started yet may pause a preemptible run of its own tenant (or a
     # borrower) that has run one aging interval, right after that run's checkpoint
     pause_long_runs: bool = True
+    # dynamic: a job larger than its tenant's whole quota that has waited this long (seconds) runs
+    # as if within quota, one such job at a time (docs/scheduling.md rule 7); None: never
+    oversize_grant_after: float | None = OVERSIZE_GRANT_AFTER_S
 
 
 class Scheduler:

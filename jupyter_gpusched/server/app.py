@@ -23,7 +23,7 @@ from traitlets.utils.importstring import import_item
 from ..backends.base import Backend
 from ..backends.kubernetes.config import TRAIT_NAMES as K8S_TRAIT_NAMES
 from ..backends.logcap import DEFAULT_MAX_LOG_BYTES
-from ..core import Pool, Tenant, policy_names
+from ..core import OVERSIZE_GRANT_AFTER_S, Pool, Tenant, policy_names
 from ..core.budget import tenant_budgets
 from ..core.health import HealthConfig
 from ..core.idle import IdlePolicy
@@ -230,6 +230,14 @@ class GPUSched(ExtensionApp):
         config=True,
         help="Let a job that has not run yet pause a preemptible, checkpointing run of its own tenant (or a "
         "borrower) that has run aging_interval, right after that run's checkpoint (docs/scheduling.md, rule 8).",
+    )
+    oversize_grant_after = Float(
+        OVERSIZE_GRANT_AFTER_S,
+        allow_none=True,
+        config=True,
+        help="Seconds a job larger than its tenant's whole quota waits before it may run as if within quota, "
+        "one such job at a time, so other tenants cannot reclaim it (docs/scheduling.md, rule 7). "
+        "None: such jobs only ever borrow.",
     )
     tick_interval = Float(0.5, config=True, help="Seconds between scheduling passes.")
     heartbeat_timeout = Float(
@@ -473,6 +481,7 @@ class GPUSched(ExtensionApp):
             aging_interval=self.aging_interval,
             short_first=self.short_first,
             pause_long_runs=self.pause_long_runs,
+            oversize_grant_after=self.oversize_grant_after,
             tick_interval=self.tick_interval,
             health=HealthConfig(heartbeat_timeout=self.heartbeat_timeout),
             prometheus=PrometheusSource(self.prometheus_url, self.prometheus_query, self.prometheus_tenant_query),

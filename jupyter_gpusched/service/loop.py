@@ -33,6 +33,7 @@ from typing import Any
 from ..backends.base import Backend, BackendError, BackendUpdate, LaunchRefused, LaunchRequest
 from ..backends.containment import notebook_at_launch
 from ..core import (
+    OVERSIZE_GRANT_AFTER_S,
     Admit,
     Cluster,
     Job,
@@ -92,6 +93,7 @@ class ServiceConfig:
     aging_interval: float = 3600.0
     short_first: bool = False  # expected-short jobs get a head start (core/queues.py)
     pause_long_runs: bool = True  # dynamic's rule 8 (docs/scheduling.md)
+    oversize_grant_after: float | None = OVERSIZE_GRANT_AFTER_S  # dynamic's rule 7
     tick_interval: float = 0.5
     memory_check_interval: float = 30.0  # seconds between GPU-memory leak checks
     health: HealthConfig = field(default_factory=HealthConfig)
@@ -152,6 +154,7 @@ class Service(ServiceViews, Pipelines):
                 strict_tenants=True,
                 short_first=config.short_first,
                 pause_long_runs=config.pause_long_runs,
+                oversize_grant_after=config.oversize_grant_after,
             ),
         )
         self.info: dict[str, JobInfo] = {}  # job id -> what the service knows beyond the core's record

@@ -20,7 +20,7 @@ import yaml
 from ..core.budget import Budget, parse_budget
 from ..core.model import NodeSpec, Priority, Tenant
 from ..core.policies import Policy, make_policy, policy_names
-from ..core.scheduler import SchedulerConfig
+from ..core.scheduler import OVERSIZE_GRANT_AFTER_S, SchedulerConfig
 from .config import ESTIMATES, CheckpointModel, Lifetime, PoolConfig, SimJob
 from .traces import NODE_FORMATS, TRACE_FORMATS, Trace, TraceError, load_nodes, load_trace
 
@@ -493,13 +493,21 @@ def scenario_from_dict(
 
     # scheduler, policies
     sv = r.mapping(
-        top.get("scheduler"), "scheduler", ["aging_interval_s", "max_reservations", "short_first", "pause_long_runs"]
+        top.get("scheduler"),
+        "scheduler",
+        ["aging_interval_s", "max_reservations", "short_first", "pause_long_runs", "oversize_grant_after_s"],
     )
     sched = SchedulerConfig(
         aging_interval=r.number(sv.get("aging_interval_s", 3600.0), "scheduler.aging_interval_s", positive=True),
         max_reservations=r.integer(sv.get("max_reservations", 1), "scheduler.max_reservations", minimum=0),
         short_first=r.boolean(sv.get("short_first", False), "scheduler.short_first"),
         pause_long_runs=r.boolean(sv.get("pause_long_runs", True), "scheduler.pause_long_runs"),
+        oversize_grant_after=r.number(
+            sv.get("oversize_grant_after_s", OVERSIZE_GRANT_AFTER_S),
+            "scheduler.oversize_grant_after_s",
+            minimum=0,
+            optional=True,
+        ),
     )
     pols = top.get("policies", list(DEFAULT_POLICIES))
     if not isinstance(pols, list) or not pols:

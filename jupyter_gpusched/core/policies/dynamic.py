@@ -1,7 +1,8 @@
 """`dynamic`: priority with aging, per-tenant quota + burst with reclaim, and backfill.
 
 One pass walks the queue in aged order (queues.aged_key), twice: first for jobs within
-their tenant's quota, then for jobs that would borrow.
+their tenant's quota, then for jobs that would borrow. (The comments' "rule N" is the
+numbering of docs/scheduling.md, which explains each rule at length.)
 1. a job whose tenant is at its quota + burst waits (its tenant's larger jobs too);
    a job that fits its tenant's quota but must wait for its tenant's running jobs to
    free it is not passed, in the quota walk, by that tenant's later jobs; those take
@@ -18,7 +19,9 @@ their tenant's quota, then for jobs that would borrow.
    without idling GPUs for a drain days away.
 5. a job larger than its tenant's whole quota can only borrow: it gets no reservation and
    does not start while another tenant's within-quota job waits (it would be reclaimed at
-   once); it runs in the windows the quota holders leave free (docs/scheduling.md).
+   once); it runs in the windows the quota holders leave free, until it has waited
+   `oversize_grant_after`: then, one such job at a time, it runs as if within quota
+   (`_granted`; docs/scheduling.md rule 7).
 6. a batch job that has never run and does not fit may pause, right after their checkpoint,
    preemptible runs of its own tenant (or borrowers), not of a higher class, that have run one
    aging interval since they (re)started; a paused run's place in line counts from its pause
@@ -71,6 +74,12 @@ class DynamicPolicy(Policy):
         # reclaim or pause all)
         self._verdicts: dict[str, dict[tuple[int, bool], Admission]] = {}
         self._pass_pausable: list[Job] = []
+        # the job granted a within-quota run past its tenant's quota in this pass (rule 7): None
+        # until a due job asks, "" when a granted run still holds the grant
+        self._grant_to: str | None = None
+        # the granted job's reservation: its own, beside the `max_reservations` of the others
+        # (they would otherwise wait behind a grant's drain; rule 7)
+        self._grant_owner: str | None = None
 
     def queue_key(self, config):
         return aged_key(config.aging_interval, config.short_first)
@@ -94,6 +103,7 @@ class DynamicPolicy(Policy):
         self._shadow = self._shadows(s, now)  # reserved node -> (owner job id, earliest start there)
         self._blocked_new = {}  # tenant -> smallest of its unstarted jobs left waiting
         self._verdicts = {}
+        self._grant_to = None
         # runs that could be paused in this pass: no run started within it can be (it pauses
         # only after an aging interval), so each walk re-checks just these
         self._pass_pausable = (
@@ -126,7 +136,7 @@ class DynamicPolicy(Policy):
         so those take the nodes in their turn rather than the jobs after them (issue 12's
         aging order; a few times at most). So does a pause that frees more GPUs than its job
         takes: the rest go to the jobs before it first."""
-        tries = s.config.max_reservations + 1
+        tries = s.config.max_reservations + 2  # (+1: the grant's own, rule 7)
         while True:
             waiting = set(owners_waiting)
             out = self._walk_once(s, now, phase, quota_waiting, waiting, may_restart=tries > 0)
@@ -189,14 +199,14 @@ class DynamicPolicy(Policy):
                 room = max(pause_room.values())
             return max(cluster.largest_placeable(), room), max(cluster.largest_placeable(self._shadow), room)
 
-        if borrow_phase and len(self._reservations) >= s.config.max_reservations:
+        if borrow_phase and self._slots_taken(s):
             owners_left = {jid for jid in self._reservations if jid in s.queue}
         for job in walk:
             if owners_left:
                 owners_left.discard(job.id)
             elif owners_left is not None:  # the last owner was visited before this job
                 owners_left = None
-                if len(self._reservations) >= s.config.max_reservations:
+                if self._slots_taken(s):
                     size_aside = True
                     walk.set_aside_larger(*startable())
             # Nothing left to place or reclaim: only a pause could start a job (the walk goes on
@@ -227,6 +237,16 @@ class DynamicPolicy(Policy):
                     if kept_off and may_restart:
                         return _Again.RESERVATION
                 continue
+            # A job past its tenant's whole quota can only borrow, and other tenants' quota
+            # jobs may take its GPUs back whenever they come (the livelock of issue 12), until it
+            # has waited long enough to be granted a within-quota run (rule 7).
+            quota, others_hold = terms.get(tenant) or terms.setdefault(
+                tenant, (s.ledger.tenant(tenant).quota, bool(quota_holders - {tenant}))
+            )
+            beyond_quota = g > quota and others_hold
+            granted = beyond_quota and admission is Admission.BORROW and quota > 0 and self._granted(s, job, now)
+            if granted:
+                admission, beyond_quota = Admission.WITHIN_QUOTA, False
             if admission is not phase and not (
                 # held back in the quota walk behind its tenant's quota waiter: it takes its
                 # turn here, in aged order, so its tenant's later borrowers do not pass it
@@ -240,12 +260,6 @@ class DynamicPolicy(Policy):
                     walk.set_aside_tenant(tenant)
                 walk.set_aside()  # until a start or reclaim changes its verdict
                 continue
-            # A job past its tenant's whole quota can only borrow, and other tenants' quota
-            # jobs may take its GPUs back whenever they come (the livelock of issue 12).
-            quota, others_hold = terms.get(tenant) or terms.setdefault(
-                tenant, (s.ledger.tenant(tenant).quota, bool(quota_holders - {tenant}))
-            )
-            beyond_quota = g > quota and others_hold
             if beyond_quota and (len(owners_waiting) > 1 or (owners_waiting and tenant not in owners_waiting)):
                 walk.set_aside(for_pass=True)  # owners_waiting only grows within a walk
                 continue  # it can only borrow, and would be reclaimed at once: wait for a free window
@@ -294,11 +308,15 @@ class DynamicPolicy(Policy):
                     pause_room = None
                     alloc = s.place(job, pause_exclude)
                     # the paused run was its own tenant's: it may now be within quota
-                    admission = classify(tenant, g, interactive)
+                    admission = Admission.WITHIN_QUOTA if granted else classify(tenant, g, interactive)
                 else:
                     pause_failed[(tenant, int(effective_priority(job)))] = g
             if alloc is not None:
-                s.admit(job, alloc, borrowed=admission is Admission.BORROW, now=now)
+                reason = "admitted"
+                if granted:  # (rule 7)
+                    waited = (now - job.submitted_at) / 3600
+                    reason = f"admitted past tenant {tenant!r}'s quota of {quota} GPUs after waiting {waited:.1f} h"
+                s.admit(job, alloc, borrowed=admission is Admission.BORROW, now=now, reason=reason)
                 stale = True
                 # A start takes GPUs, so it lets no waiting job start that could not before; it
                 # changes only its own tenant's verdicts (quota used), so only that tenant's jobs
@@ -333,15 +351,39 @@ class DynamicPolicy(Policy):
             if (
                 not beyond_quota
                 and job.id not in self._reservations
-                and len(self._reservations) < s.config.max_reservations
+                and (not self._slots_taken(s) or (granted and s.config.max_reservations > 0))
             ):
                 nodes = self._choose_nodes(s, job)
                 if nodes:
                     self._reservations[job.id] = nodes
                     self._made[job.id] = now
+                    if granted:
+                        self._grant_owner = job.id
                     self._shadow = self._shadows(s, now)
                     walk.changed()
         return line.held_tenants(), owners_waiting
+
+    def _slots_taken(self, s: Scheduler) -> bool:
+        """Are all `max_reservations` given (a grant's own reservation aside)?"""
+        mine = self._grant_owner in self._reservations
+        return len(self._reservations) - mine >= s.config.max_reservations
+
+    def _granted(self, s: Scheduler, job: Job, now: float) -> bool:
+        """May `job`, larger than its tenant's whole quota, run as if within it (rule 7)? Once it
+        has waited `oversize_grant_after`, and if no such run holds the grant now: one at a time,
+        the first due job a pass visits (the oldest, in aged order), or the one holding the
+        grant's reservation."""
+        after = s.config.oversize_grant_after
+        if after is None or now - job.submitted_at < after:
+            return False
+        if self._grant_to is None:
+            if self._grant_owner in self._reservations:  # it keeps the grant it reserved with
+                self._grant_to = self._grant_owner
+            else:
+                quota = s.ledger.tenant
+                held = any(not v.borrowed and v.gpus > quota(v.tenant).quota for v in s.active.values())
+                self._grant_to = "" if held else job.id
+        return self._grant_to == job.id
 
     # --- backfill reservations --------------------------------------------------------
     def _excluded(self, job: Job, now: float) -> frozenset[str]:
