@@ -13,7 +13,7 @@ from jupyter_gpusched.core.scheduler import SchedulerConfig
 from jupyter_gpusched.sim.engine import CheckpointModel, Lifetime, PoolConfig, SimJob, Simulation
 from jupyter_gpusched.sim.metrics import summarize
 from jupyter_gpusched.sim.report import bench_main, run_policy
-from jupyter_gpusched.sim.scenario import load_scenario
+from jupyter_gpusched.sim.scenario import ScenarioError, load_scenario
 from jupyter_gpusched.sim.traces import TraceJob
 
 
@@ -91,6 +91,15 @@ def test_fault1_under_sustained_load_a_job_larger_than_its_quota_is_granted_a_ru
     assert runs[None].first_start >= stream[-1].trace.submit  # only once A's stream has ended
     granted = runs[86_400.0]
     assert 5000 + 86_400 <= granted.first_start <= 5000 + 86_400 + 1000 + 300  # a day, then a node's drain
+
+
+def test_scenario_oversize_grant_after_defaults_to_a_day_and_may_be_null(tmp_path):
+    pools = "pools: [{name: od, nodes: 1, gpus_per_node: 4, price_per_gpu_hour: 1.0}]\n"
+    assert csv_scenario(tmp_path, AGING_ROWS, pools).scheduler.oversize_grant_after == 86_400.0
+    off = csv_scenario(tmp_path, AGING_ROWS, pools + "scheduler: {oversize_grant_after_s: null}\n")
+    assert off.scheduler.oversize_grant_after is None
+    with pytest.raises(ScenarioError, match="oversize_grant_after_s: must be at least 0"):
+        csv_scenario(tmp_path, AGING_ROWS, pools + "scheduler: {oversize_grant_after_s: -1}\n")
 
 
 def elastic_spot(max_nodes=2, gpus=4, life_s=10**7, **kw) -> PoolConfig:
