@@ -625,6 +625,17 @@ def test_dynamic_grants_a_job_larger_than_its_quota_a_run_after_waiting_one_at_a
     assert run(s, 300.0)[0] == big_c.id and not big_c.borrowed
 
 
+def test_spot_hybrid_grants_no_run_past_a_quota():
+    """spot-hybrid's small on-demand base is not given to a grant (SpotHybridPolicy._granted)."""
+    for policy, grants in (("dynamic", True), ("spot-hybrid", False)):
+        s = sched(sizes=(4, 4), tenants=[Tenant("a", 2), Tenant("b", 4)], policy=policy, oversize_grant_after=100.0)
+        for _ in range(6):
+            s.submit(spec(1, tenant="b"), 0.0)  # two of them borrow
+        run(s, 0.0)
+        big_a = s.submit(spec(3, tenant="a"), 1.0)
+        assert (run(s, 150.0) == [big_a.id]) is grants, policy
+
+
 def test_dynamic_does_not_reclaim_for_a_job_that_would_borrow():
     s = sched(tenants=[Tenant("a", 2), Tenant("b", 1)])
     for _ in range(4):

@@ -1,6 +1,7 @@
 """`spot-hybrid`: `dynamic` on an on-demand base plus spot capacity bought as needed.
 
-Everything `dynamic` does (aging, quota + burst with reclaim, backfill), plus:
+Everything `dynamic` does (aging, quota + burst with reclaim, backfill) but rule 7's grant
+(`_granted`), plus:
 1. Placement: preemptible jobs go to spot pools first; the others never do (the
    scheduler's `pool_choices` orders pools so).
 2. Elastic spot: when preemptible jobs wait for GPUs, the spot pool is scaled out (a
@@ -144,6 +145,13 @@ class SpotHybridPolicy(DynamicPolicy):
             moved_need = self._make_room_on_demand(s, now)
             demand = self._spot_demand(s, now, pool)  # the jobs it moved wait for spot now
         self._scale(s, pool, demand, moved_need)
+
+    def _granted(self, s: Scheduler, job: Job, now: float) -> bool:
+        """Never: `dynamic`'s grant (rule 7) is for a fixed cluster. Here the jobs that may not
+        run on spot share a small on-demand base, and a granted large job there (reserved, not
+        reclaimable) held it from them: on `philly-loaded-full` avg JCT 17.4 -> 27.8 h, high-priority
+        jobs' mean wait 23.8 -> 46.9 h, and the large jobs waited no less (benchmarks/RESULTS.md)."""
+        return False
 
     def next_wakeup(self, s: Scheduler, now: float) -> float | None:
         """When an idle spot node's grace runs out (the driver wakes the scheduler then), or
