@@ -110,6 +110,8 @@ def test_the_installed_extension_reads_its_hub_settings_from_c_gpusched(monkeypa
 def test_oversize_grant_after_reaches_the_scheduler(tmp_path):
     """Rule 7's grant (docs/scheduling.md): a day by default, None turns it off."""
     backend = app(GPUSched={"local_gpus": 1}).make_backend()
-    assert app().service_config(backend).oversize_grant_after == 86_400.0
-    assert app(GPUSched={"oversize_grant_after": None}).service_config(backend).oversize_grant_after is None
-    assert app(GPUSched={"oversize_grant_after": 3600.0}).service_config(backend).oversize_grant_after == 3600.0
+    assert app().service_config(backend).scheduling.oversize_grant_after == 86_400.0
+    assert app(GPUSched={"oversize_grant_after": None}).service_config(backend).scheduling.oversize_grant_after is None
+    assert (
+        app(GPUSched={"oversize_grant_after": 3600.0}).service_config(backend).scheduling.oversize_grant_after == 3600.0
+    )

@@ -23,7 +23,7 @@ from traitlets.utils.importstring import import_item
 from ..backends.base import Backend
 from ..backends.kubernetes.config import TRAIT_NAMES as K8S_TRAIT_NAMES
 from ..backends.logcap import DEFAULT_MAX_LOG_BYTES
-from ..core import OVERSIZE_GRANT_AFTER_S, Pool, Tenant, policy_names
+from ..core import OVERSIZE_GRANT_AFTER_S, Pool, SchedulerConfig, Tenant, policy_names
 from ..core.budget import tenant_budgets
 from ..core.health import HealthConfig
 from ..core.idle import IdlePolicy
@@ -478,10 +478,12 @@ class GPUSched(ExtensionApp):
             default_tenant=self.default_tenant,
             user_tenants=dict(self.user_tenants),
             pools=self._pools(backend),
-            aging_interval=self.aging_interval,
-            short_first=self.short_first,
-            pause_long_runs=self.pause_long_runs,
-            oversize_grant_after=self.oversize_grant_after,
+            scheduling=SchedulerConfig(
+                aging_interval=self.aging_interval,
+                short_first=self.short_first,
+                pause_long_runs=self.pause_long_runs,
+                oversize_grant_after=self.oversize_grant_after,
+            ),
             tick_interval=self.tick_interval,
             health=HealthConfig(heartbeat_timeout=self.heartbeat_timeout),
             prometheus=PrometheusSource(self.prometheus_url, self.prometheus_query, self.prometheus_tenant_query),

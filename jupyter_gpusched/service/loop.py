@@ -26,14 +26,13 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..backends.base import Backend, BackendError, BackendUpdate, LaunchRefused, LaunchRequest
 from ..backends.containment import notebook_at_launch
 from ..core import (
-    OVERSIZE_GRANT_AFTER_S,
     Admit,
     Cluster,
     Job,
@@ -90,10 +89,8 @@ class ServiceConfig:
     default_tenant: str = "default"
     user_tenants: Mapping[str, str] = field(default_factory=dict)
     pools: tuple[Pool, ...] = ()
-    aging_interval: float = 3600.0
-    short_first: bool = False  # expected-short jobs get a head start (core/queues.py)
-    pause_long_runs: bool = True  # dynamic's rule 8 (docs/scheduling.md)
-    oversize_grant_after: float | None = OVERSIZE_GRANT_AFTER_S  # dynamic's rule 7
+    # the core's knobs (aging, short_first, rules 7 and 8 of docs/scheduling.md); tenants are always strict
+    scheduling: SchedulerConfig = field(default_factory=SchedulerConfig)
     tick_interval: float = 0.5
     memory_check_interval: float = 30.0  # seconds between GPU-memory leak checks
     health: HealthConfig = field(default_factory=HealthConfig)
@@ -149,13 +146,7 @@ class Service(ServiceViews, Pipelines):
             Cluster(nodes, config.pools),
             tenants,
             ExternalAdmission() if external else config.policy,
-            SchedulerConfig(
-                aging_interval=config.aging_interval,
-                strict_tenants=True,
-                short_first=config.short_first,
-                pause_long_runs=config.pause_long_runs,
-                oversize_grant_after=config.oversize_grant_after,
-            ),
+            replace(config.scheduling, strict_tenants=True),
         )
         self.info: dict[str, JobInfo] = {}  # job id -> what the service knows beyond the core's record
         self.kernel_watches: dict[str, KernelIdleWatch] = {}  # GPU kernels' idle watches (service/interactive.py)

@@ -12,7 +12,7 @@ numbering of docs/scheduling.md, which explains each rule at length.)
    to make room on one node (least work lost first);
 4. else the first such blocked job gets a reservation: the node(s) that will have room
    for it soonest. Once those nodes are expected to drain within one aging interval, or
-   within as long as the reservation has waited, whichever is longer (`_expected_end`), the
+   within as long as the reservation has waited, whichever is longer (`expected_end`), the
    reservation holds them until its job starts: later jobs may not use a held node unless
    their runtime estimate says they end before the reserved job could start there (EASY
    backfill). The reservation bounds how long a large job can be passed by small ones,
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -40,6 +39,7 @@ from ..model import Job, attained_now, work_at_risk
 from ..queues import TenantLine, aged_key, effective_priority
 from ..quotas import Admission
 from .base import Policy
+from .drain import expected_end, node_share, ready_time
 from .registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -414,7 +414,7 @@ class DynamicPolicy(Policy):
         """Reserved node -> (owner, its projected start there, from runtime estimates), for
         the reservations that hold their nodes.
 
-        A reservation holds its nodes once they are expected to drain (`_expected_end`)
+        A reservation holds its nodes once they are expected to drain (`expected_end`)
         within one aging interval or within as long as the reservation has waited already,
         whichever is longer, and then until its job starts or leaves. Before that its nodes
         stay open to every job: GPUs held idle for a drain days away cost more than the wait
@@ -426,16 +426,16 @@ class DynamicPolicy(Policy):
         small jobs would refill the nodes and the drain would look near only while they are
         young (seed-3x8: a 4-GPU job waited 11 h that way)."""
         out: dict[str, tuple[str, float]] = {}
-        expected = partial(_expected_end, s, now=now)
+        expected = partial(expected_end, s, now=now)
         for jid, nodes in self._reservations.items():
             job = s.jobs[jid]
-            need = {n: min(_share(job.gpus, len(nodes)), s.cluster.capacity(n)) for n in nodes}
+            need = {n: min(node_share(job.gpus, len(nodes)), s.cluster.capacity(n)) for n in nodes}
             if jid not in self._holding:
                 patience = max(s.config.aging_interval, now - self._made[jid])
-                if max(_ready_time(s, n, k, expected) for n, k in need.items()) > now + patience:
+                if max(ready_time(s, n, k, expected) for n, k in need.items()) > now + patience:
                     continue
                 self._holding.add(jid)
-            start = max(_ready_time(s, n, k, s.projected_end) for n, k in need.items())
+            start = max(ready_time(s, n, k, s.projected_end) for n, k in need.items())
             for n in nodes:
                 out[n] = (jid, start)
         return out
@@ -454,7 +454,7 @@ class DynamicPolicy(Policy):
             need = min(g, cap)
             if fits_one_node and cap < g:
                 continue
-            ranked.append((_ready_time(s, n, need, s.projected_end), -s.cluster.free_on(n), order, n))
+            ranked.append((ready_time(s, n, need, s.projected_end), -s.cluster.free_on(n), order, n))
         ranked.sort()
         chosen, total = [], 0
         for _, _, _, n in ranked:
@@ -639,39 +639,3 @@ def dynamic_group(job: Job) -> tuple:
     spec = job.spec
     return (spec.tenant, spec.gpus, spec.interactive, spec.preemptible, spec.gpu_type, spec.cpus, spec.memory,
             spec.runtime_estimate, job.first_started_at is None, effective_priority(job))  # fmt: skip
-
-
-def _expected_end(s: Scheduler, job: Job, now: float) -> float:
-    """When an active job is expected to end: `now` plus as long again as it has run so far
-    (with heavy-tailed runtimes, as GPU clusters' are, a job that has run for t is as likely
-    as not to run t more: one that has run for days is not expected to end within the hour,
-    one that just started may well), or its runtime estimate's end if sooner and not passed
-    (an estimate the job has outrun says nothing about when it ends). Never later than the
-    first: the no-starvation bound rests on it (`_shadows`)."""
-    start = job.started_at if job.started_at is not None else job.admitted_at
-    lindy = INF if start is None else now + (now - start)
-    end = s.projected_end(job)
-    return end if now <= end < lindy else lindy
-
-
-def _share(gpus: int, nodes: int) -> int:
-    return -(-gpus // nodes)
-
-
-def _ready_time(s: Scheduler, node: str, need: int, end_of: Callable[[Job], float]) -> float:
-    """When `node` will have `need` free GPUs if its jobs end at `end_of` (inf: unknown)."""
-    free = s.cluster.free_on(node)
-    if free >= need:
-        return -INF
-    jobs, ends = s.jobs, []
-    for j in s.on_node.get(node, ()):
-        job = jobs[j]
-        alloc = job.allocation
-        held = len(alloc[0][1]) if len(alloc) == 1 else sum(len(ids) for n, ids in alloc if n == node)
-        ends.append((end_of(job), held))
-    ends.sort()
-    for end, gpus in ends:
-        free += gpus
-        if free >= need:
-            return end
-    return INF
