@@ -115,3 +115,5 @@ def test_oversize_grant_after_reaches_the_scheduler(tmp_path):
     assert (
         app(GPUSched={"oversize_grant_after": 3600.0}).service_config(backend).scheduling.oversize_grant_after == 3600.0
     )
+    with pytest.raises(TraitError, match="oversize_grant_after"):
+        app(GPUSched={"oversize_grant_after": -1.0})

@@ -233,6 +233,7 @@ class GPUSched(ExtensionApp):
     )
     oversize_grant_after = Float(
         OVERSIZE_GRANT_AFTER_S,
+        min=0.0,
         allow_none=True,
         config=True,
         help="Seconds a job larger than its tenant's whole quota waits before it may run as if within quota, "

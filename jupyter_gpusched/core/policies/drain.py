@@ -22,7 +22,6 @@ def expected_end(s: Scheduler, job: Job, now: float) -> float:
     one that just started may well), or its runtime estimate's end if sooner and not passed
     (an estimate the job has outrun says nothing about when it ends). Never later than the
     first: the no-starvation bound rests on it (`DynamicPolicy._shadows`)."""
-
     start = job.started_at if job.started_at is not None else job.admitted_at
     lindy = INF if start is None else now + (now - start)
     end = s.projected_end(job)
