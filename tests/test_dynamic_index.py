@@ -16,7 +16,7 @@ import random
 import pytest
 
 from jupyter_gpusched.core.model import Job, JobSpec, NodeSpec, Priority, Tenant
-from jupyter_gpusched.core.policies import dynamic as dynamic_module
+from jupyter_gpusched.core.policies import pausing as pausing_module
 from jupyter_gpusched.core.policies.dynamic import DynamicPolicy, dynamic_group
 from jupyter_gpusched.core.policies.spot_hybrid import SpotHybridPolicy
 from jupyter_gpusched.core.policies.static import StaticPolicy
@@ -272,7 +272,7 @@ class CountingDynamic(DynamicPolicy):
 def test_the_pause_room_bound_skips_only_pauses_that_would_fail(seed, monkeypatch):
     bounded = CountingDynamic()
     with_bound = _replay(bounded, "learned", seed, 1)
-    monkeypatch.setattr(dynamic_module, "_pause_room", lambda s, pausable: {None: math.inf})
+    monkeypatch.setattr(pausing_module, "pause_room", lambda s, pausable: {None: math.inf})
     unbounded = CountingDynamic()
     assert _replay(unbounded, "learned", seed, 1) == with_bound
     # pauses are made, and the bound spared most of the tries that found nothing

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from ..model import Job, attained_now, work_at_risk
 from ..queues import TenantLine, aged_key, effective_priority
 from ..quotas import Admission
+from . import pausing
 from .base import Policy
 from .drain import expected_end, node_share, ready_time
 from .registry import register
@@ -46,9 +47,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..scheduler import Scheduler
 
 INF = math.inf
-# A run is paused for a waiting job only this soon after its checkpoint: the work a pause may
-# throw away (the driver's pass may come a little after the checkpoint is written).
-PAUSE_GRACE_S = 300.0
 
 
 class _Again(enum.Enum):
@@ -112,8 +110,8 @@ class DynamicPolicy(Policy):
                 for v in s.active.values()
                 # (most runs are not within a pause's grace of a checkpoint: that test first, inline)
                 if v.last_checkpoint_at is not None
-                and now - v.last_checkpoint_at <= PAUSE_GRACE_S
-                and self._could_pause(s, v, now)
+                and now - v.last_checkpoint_at <= pausing.PAUSE_GRACE_S
+                and pausing.could_pause(s, v, now)
             ]
             if s.config.pause_long_runs
             else []
@@ -163,9 +161,11 @@ class DynamicPolicy(Policy):
         line = TenantLine()  # held: tenants whose older job waits for their own quota to drain
         reclaim_failed = INF
         pause_failed: dict[tuple[str, int], int] = {}  # (tenant, class) -> smallest job no pause made room for
-        pause_room: dict[str | None, int] | None = None  # `_pause_room`, until a reclaim or pause frees GPUs
-        # the pass's pausable runs that no walk has paused yet
-        pausable = [v for v in self._pass_pausable if v.id in s.active and self._could_pause(s, v, now)]
+        pause_room: dict[str | None, int] | None = None  # `pausing.pause_room`, until a reclaim or pause frees GPUs
+        pause_candidates: dict[str, list[tuple[Job, int]]] | None = None  # `pausing.pause_candidates`, once asked
+        # the pass's pausable runs that no walk has paused yet (one paused, or reclaimed, is gone
+        # or back in line, and in this pass cannot start: `could_pause` holds while it has a start)
+        pausable = [v for v in self._pass_pausable if v.started_at is not None and v.id in s.active]
         borrow_phase = phase is Admission.BORROW
         if not pausable and _full(s, borrow_phase, reclaim_failed):
             return set(), owners_waiting  # the walk would stop at its first job (see the loop)
@@ -181,7 +181,7 @@ class DynamicPolicy(Policy):
         walk = s.queue.walk(always=self._reservations)
         full, stale = False, True  # `_full`, recomputed only after what can change it (stale)
         # A borrow walk with no reservation to give (all are given) does nothing for a job
-        # larger than both the free GPUs and the room pausing could make (`_pause_room`): there
+        # larger than both the free GPUs and the room pausing could make (`pausing.pause_room`): there
         # is no reclaim here, and starts and pauses only lower both. Once every reservation
         # owner has been visited (an owner's visit may let go of its reservation, and reads
         # what the jobs before it did), such jobs are not visited.
@@ -195,7 +195,7 @@ class DynamicPolicy(Policy):
             room = 0
             if pausable:
                 if pause_room is None:
-                    pause_room = _pause_room(s, pausable)
+                    pause_room = pausing.pause_room(s, pausable)
                 room = max(pause_room.values())
             return max(cluster.largest_placeable(), room), max(cluster.largest_placeable(self._shadow), room)
 
@@ -294,11 +294,13 @@ class DynamicPolicy(Policy):
             paused = False
             if alloc is None and pausable and self._may_pause_for(job, pause_failed):
                 if pause_room is None:
-                    pause_room = _pause_room(s, pausable)
+                    pause_room = pausing.pause_room(s, pausable)
                 if g <= pause_room.get(tenant, pause_room[None]):
                     # (kept off held nodes, `kept_off` below, counts placements and reclaims only)
                     pause_exclude = self._excluded(job, now) if exclude is None else exclude
-                    paused = self._pause(s, job, now, pause_exclude, pausable)
+                    if pause_candidates is None:
+                        pause_candidates = pausing.pause_candidates(pausable)
+                    paused = self._pause(s, job, now, pause_exclude, pause_candidates)
                 if paused:
                     stale = True
                     walk.changed()
@@ -478,43 +480,35 @@ class DynamicPolicy(Policy):
             pause_failed.get((spec.tenant, int(effective_priority(job))), INF),
         )
 
-    def _could_pause(self, s: Scheduler, v: Job, now: float) -> bool:
-        """Could running `v` be paused for some job now (`_pausable` less who asks)?"""
-        spec = v.spec
-        return (
-            v.started_at is not None
-            and spec.preemptible
-            and not spec.interactive
-            and spec.checkpoint_interval is not None
-            and now - v.started_at >= s.config.aging_interval
-            and v.last_checkpoint_at is not None
-            and now - v.last_checkpoint_at <= PAUSE_GRACE_S
-        )
-
-    def _pausable(self, s: Scheduler, v: Job, job: Job, now: float) -> bool:
-        """May running `v` be paused for `job` now? Least-attained service first, as Tiresias, but
-        within the promises: `v` is preemptible, of `job`'s tenant or borrowing, not of a higher
-        class, has run one aging interval since it (re)started (so a paused job, resumed, always
-        makes that much progress), and has just written a checkpoint, so the pause throws away
-        at most PAUSE_GRACE_S of its work."""
-        return (
-            (v.tenant == job.tenant or v.borrowed)
-            and int(effective_priority(v)) <= int(effective_priority(job))
-            and self._could_pause(s, v, now)
-        )
-
-    def _pause(self, s: Scheduler, job: Job, now: float, exclude: frozenset[str], candidates: list[Job]) -> bool:
-        """Pause pausable runs (`_pausable`, among this pass's `candidates`) on the one node where
-        that frees room for `job` with the fewest GPUs paused, the longest-served first."""
-        g = job.gpus
+    def _pause(
+        self, s: Scheduler, job: Job, now: float, exclude: frozenset[str], candidates: dict[str, list[tuple[Job, int]]]
+    ) -> bool:
+        """Pause runs on the one node where that frees room for `job` with the fewest GPUs
+        paused, the longest-served first. Least-attained service first, as Tiresias, but within
+        the promises: a run may be paused for `job` if it is among this walk's `candidates`
+        (`pausing.pause_candidates`: preemptible, has run one aging interval since it (re)started, so a
+        paused job, resumed, always makes that much progress, and has just written a checkpoint,
+        so the pause throws away at most pausing.PAUSE_GRACE_S of its work), still runs, is of `job`'s
+        tenant or borrowing, and is not of a higher class."""
+        g, tenant = job.gpus, job.tenant
+        cls = int(effective_priority(job))
         pools = {p for group in s.pool_choices(job.spec) for p in group}
+        cluster, active = s.cluster, s.active
         by_node: dict[str, list[Job]] = {}
-        for v in candidates:
-            if v.id not in s.active or len(v.allocation) != 1 or not self._pausable(s, v, job, now):
-                continue  # a multi-node run frees room on several nodes; leave it
-            node = v.allocation[0][0]
-            if node not in exclude and s.cluster.pool_of(node) in pools and s.cluster.capacity(node) >= g:
-                by_node.setdefault(node, []).append(v)
+        for node, runs in candidates.items():
+            if node in exclude or cluster.pool_of(node) not in pools or cluster.capacity(node) < g:
+                continue
+            # (paused or reclaimed in this pass: gone, or back with no start, so not pausable)
+            victims = [
+                v
+                for v, v_cls in runs
+                if v_cls <= cls
+                and (v.borrowed or v.tenant == tenant)
+                and active.get(v.id) is v
+                and v.started_at is not None
+            ]
+            if victims:
+                by_node[node] = victims
         best = None
         for node, victims in by_node.items():
             free = s.cluster.free_on(node)
@@ -537,33 +531,7 @@ class DynamicPolicy(Policy):
         return True
 
     def next_wakeup(self, s: Scheduler, now: float) -> float | None:
-        """The next checkpoint, a little after it is due (writing one takes time), of a run
-        that could then be paused for a queued job: a borrower, or a run of a tenant with
-        jobs in the queue."""
-        if not s.config.pause_long_runs or not s.queue:
-            return None
-        aging = s.config.aging_interval
-        queued = s.queue.has_tenant
-        best = INF
-        for v in s.active.values():
-            spec = v.spec
-            interval = spec.checkpoint_interval
-            if v.started_at is None or interval is None or not spec.preemptible or spec.interactive:
-                continue
-            if not (v.borrowed or queued(v.tenant)):
-                continue
-            earliest = v.started_at + aging
-            last = v.last_checkpoint_at
-            if last is not None and last >= earliest and now < last + PAUSE_GRACE_S / 2:
-                due = last  # pausable now: a pass soon (the driver may not run one at a checkpoint)
-            else:
-                due = (last if last is not None and last > v.started_at else v.started_at) + interval
-                if due < earliest:
-                    due += math.ceil((earliest - due) / interval) * interval
-            wake = due + PAUSE_GRACE_S / 2
-            if now < wake < best:
-                best = wake
-        return best if best < INF else None
+        return pausing.next_pause_wakeup(s, now)
 
     # --- reclaiming borrowed GPUs -----------------------------------------------------------
     def _reclaim(self, s: Scheduler, job: Job, now: float, exclude: frozenset[str]) -> bool:
@@ -601,29 +569,6 @@ class DynamicPolicy(Policy):
         for v in best[1]:
             s.preempt(v.id, now, f"borrowed GPUs reclaimed for tenant {job.tenant!r}")
         return True
-
-
-def _pause_room(s: Scheduler, pausable: list[Job]) -> dict[str | None, int]:
-    """Tenant -> the most GPUs pausing could free on one node for its jobs (None: for a tenant
-    with no pausable run of its own): free GPUs plus the single-node pausable runs there that are
-    its own or borrowing. A bound on what `_pause` finds (it also asks the class, the pools and
-    the excluded nodes): a job larger than it need not look. Starts within the walk only lower it."""
-    base: dict[str, int] = {}  # node -> free + pausable borrowers there
-    own: dict[tuple[str, str], int] = {}  # (node, tenant) -> its pausable runs there that do not borrow
-    for v in pausable:
-        if v.id not in s.active or len(v.allocation) != 1:
-            continue
-        node = v.allocation[0][0]
-        if node not in base:
-            base[node] = s.cluster.free_on(node)
-        if v.borrowed:
-            base[node] += v.gpus
-        else:
-            own[(node, v.tenant)] = own.get((node, v.tenant), 0) + v.gpus
-    room: dict[str | None, int] = {None: max(base.values(), default=0)}
-    for (node, tenant), gpus in own.items():
-        room[tenant] = max(room.get(tenant, room[None]), base[node] + gpus)
-    return room
 
 
 def _full(s: Scheduler, borrow_phase: bool, reclaim_failed: float) -> bool:
