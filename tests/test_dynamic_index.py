@@ -278,3 +278,39 @@ def test_the_pause_room_bound_skips_only_pauses_that_would_fail(seed, monkeypatc
     # pauses are made, and the bound spared most of the tries that found nothing
     assert bounded.made == unbounded.made > 0
     assert bounded.tried - bounded.made < (unbounded.tried - unbounded.made) / 2
+
+
+class FullCheckPause(CountingDynamic):
+    """`_pause` given only the candidates that pass `could_pause` in full at each try (as every try
+    once checked them), not the walk's index with its cheap test that a run still has its start."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dropped = 0
+
+    def _pause(self, s, job, now, exclude, candidates):
+        checked = {
+            node: [(v, c) for v, c in runs if v.id in s.active and pausing_module.could_pause(s, v, now)]
+            for node, runs in candidates.items()
+        }
+        self.dropped += sum(map(len, candidates.values())) - sum(map(len, checked.values()))
+        return super()._pause(s, job, now, exclude, checked)
+
+
+@pytest.mark.parametrize(
+    ("estimates", "seed", "spot"), [("learned", 1, False), ("learned", 2, False), ("none", 3, True)]
+)
+def test_pause_candidates_indexed_once_a_walk_pause_as_a_full_check_does(estimates, seed, spot):
+    indexed = CountingDynamic() if not spot else _counting_spot_hybrid()
+    full = FullCheckPause() if not spot else _full_check_spot_hybrid()
+    assert _replay(indexed, estimates, seed, 1, spot=spot) == _replay(full, estimates, seed, 1, spot=spot)
+    # pauses are made, and some tries met a run paused or reclaimed earlier in the same walk
+    assert indexed.made == full.made > 0 and full.dropped > 0
+
+
+def _counting_spot_hybrid():
+    return type("CountingSpotHybrid", (CountingDynamic, SpotHybridPolicy), {})()
+
+
+def _full_check_spot_hybrid():
+    return type("FullCheckSpotHybrid", (FullCheckPause, SpotHybridPolicy), {})()
