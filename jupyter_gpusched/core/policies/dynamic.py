@@ -486,10 +486,10 @@ class DynamicPolicy(Policy):
         """Pause runs on the one node where that frees room for `job` with the fewest GPUs
         paused, the longest-served first. Least-attained service first, as Tiresias, but within
         the promises: a run may be paused for `job` if it is among this walk's `candidates`
-        (`pausing.pause_candidates`: preemptible, has run one aging interval since it (re)started, so a
-        paused job, resumed, always makes that much progress, and has just written a checkpoint,
-        so the pause throws away at most pausing.PAUSE_GRACE_S of its work), still runs, is of `job`'s
-        tenant or borrowing, and is not of a higher class."""
+        (`pausing.pause_candidates`: preemptible, has run one aging interval since it
+        (re)started, so a paused job, resumed, always makes that much progress, and has just
+        written a checkpoint, so the pause throws away at most `PAUSE_GRACE_S` of its work),
+        still runs, is of `job`'s tenant or borrowing, and is not of a higher class."""
         g, tenant = job.gpus, job.tenant
         cls = int(effective_priority(job))
         pools = {p for group in s.pool_choices(job.spec) for p in group}
