@@ -47,8 +47,9 @@ def pause_candidates(pausable: list[Job]) -> dict[str, list[tuple[Job, int]]]:
 def pause_room(s: Scheduler, pausable: list[Job]) -> dict[str | None, int]:
     """Tenant -> the most GPUs pausing could free on one node for its jobs (None: for a tenant
     with no pausable run of its own): free GPUs plus the single-node pausable runs there that are
-    its own or borrowing. A bound on what `DynamicPolicy._pause` finds (it also asks the class, the pools and
-    the excluded nodes): a job larger than it need not look. Starts within the walk only lower it."""
+    its own or borrowing. A bound on what `DynamicPolicy._pause` finds (it also asks the class,
+    the pools and the excluded nodes): a job larger than it need not look. Starts within the walk
+    only lower it."""
     base: dict[str, int] = {}  # node -> free + pausable borrowers there
     own: dict[tuple[str, str], int] = {}  # (node, tenant) -> its pausable runs there that do not borrow
     for v in pausable:
