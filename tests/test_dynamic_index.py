@@ -297,20 +297,20 @@ class FullCheckPause(CountingDynamic):
         return super()._pause(s, job, now, exclude, checked)
 
 
+class CountingSpotHybrid(CountingDynamic, SpotHybridPolicy):
+    pass
+
+
+class FullCheckSpotHybrid(FullCheckPause, SpotHybridPolicy):
+    pass
+
+
 @pytest.mark.parametrize(
     ("estimates", "seed", "spot"), [("learned", 1, False), ("learned", 2, False), ("none", 3, True)]
 )
 def test_pause_candidates_indexed_once_a_walk_pause_as_a_full_check_does(estimates, seed, spot):
-    indexed = CountingDynamic() if not spot else _counting_spot_hybrid()
-    full = FullCheckPause() if not spot else _full_check_spot_hybrid()
+    indexed = CountingSpotHybrid() if spot else CountingDynamic()
+    full = FullCheckSpotHybrid() if spot else FullCheckPause()
     assert _replay(indexed, estimates, seed, 1, spot=spot) == _replay(full, estimates, seed, 1, spot=spot)
     # pauses are made, and some tries met a run paused or reclaimed earlier in the same walk
     assert indexed.made == full.made > 0 and full.dropped > 0
-
-
-def _counting_spot_hybrid():
-    return type("CountingSpotHybrid", (CountingDynamic, SpotHybridPolicy), {})()
-
-
-def _full_check_spot_hybrid():
-    return type("FullCheckSpotHybrid", (FullCheckPause, SpotHybridPolicy), {})()

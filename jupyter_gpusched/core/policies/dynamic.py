@@ -162,7 +162,7 @@ class DynamicPolicy(Policy):
         reclaim_failed = INF
         pause_failed: dict[tuple[str, int], int] = {}  # (tenant, class) -> smallest job no pause made room for
         pause_room: dict[str | None, int] | None = None  # `pausing.pause_room`, until a reclaim or pause frees GPUs
-        pause_candidates: dict[str, list[tuple[Job, int]]] | None = None  # `pausing.pause_candidates`, once asked
+        pause_candidates: pausing.PauseCandidates | None = None  # `pausing.pause_candidates`, once asked
         # the pass's pausable runs that no walk has paused yet (one paused, or reclaimed, is gone
         # or back in line, and in this pass cannot start: `could_pause` holds while it has a start)
         pausable = [v for v in self._pass_pausable if v.started_at is not None and v.id in s.active]
@@ -481,7 +481,7 @@ class DynamicPolicy(Policy):
         )
 
     def _pause(
-        self, s: Scheduler, job: Job, now: float, exclude: frozenset[str], candidates: dict[str, list[tuple[Job, int]]]
+        self, s: Scheduler, job: Job, now: float, exclude: frozenset[str], candidates: pausing.PauseCandidates
     ) -> bool:
         """Pause runs on the one node where that frees room for `job` with the fewest GPUs
         paused, the longest-served first. Least-attained service first, as Tiresias, but within

@@ -14,6 +14,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..scheduler import Scheduler
 
 INF = math.inf
+# node -> the runs on it that could be paused, each with its class (`pause_candidates`)
+PauseCandidates = dict[str, list[tuple[Job, int]]]
 # A run is paused for a waiting job only this soon after its checkpoint: the work a pause may
 # throw away (the driver's pass may come a little after the checkpoint is written).
 PAUSE_GRACE_S = 300.0
@@ -33,11 +35,11 @@ def could_pause(s: Scheduler, v: Job, now: float) -> bool:
     )
 
 
-def pause_candidates(pausable: list[Job]) -> dict[str, list[tuple[Job, int]]]:
+def pause_candidates(pausable: list[Job]) -> PauseCandidates:
     """Node -> the single-node runs on it that could be paused (`could_pause`), each with its
     class: built once a walk, as most walks that try a pause try several (a multi-node run
     frees room on several nodes; it is left alone)."""
-    out: dict[str, list[tuple[Job, int]]] = {}
+    out: PauseCandidates = {}
     for v in pausable:
         if len(v.allocation) == 1:
             out.setdefault(v.allocation[0][0], []).append((v, int(effective_priority(v))))
