@@ -26,6 +26,7 @@ from jupyter_gpusched.core import (
     policy_names,
 )
 from jupyter_gpusched.core.health import HealthConfig, leaked_gpus, lost_jobs, zombie_processes
+from jupyter_gpusched.core.lookahead import Lookahead
 
 S = JobState
 HIGH, NORMAL, LOW = Priority.HIGH, Priority.NORMAL, Priority.LOW
@@ -334,6 +335,55 @@ def test_position_and_estimate_start():
     assert s.estimate_start(d.id, 4.0) is None  # behind a job with no estimate
     s.finished(running[0].id, 5.0, ok=True)
     assert s.estimate_start(a.id, 5.0) == 20.0
+
+
+def test_estimate_start_follows_the_policy_not_a_count_of_free_gpus():
+    # Tenant a's 4-GPU job is larger than a's quota: rule 7 lets it only borrow, and not while
+    # b's jobs wait within b's quota. When b's runs end at 100, b's two queued jobs go first and
+    # a's waits for them (1,100), though a count of GPUs in line order would say 100.
+    s = sched(tenants=[Tenant("a", 2), Tenant("b", 2)])
+    running = [s.submit(spec(2, tenant="b", est_runtime=100.0), 0.0) for _ in range(2)]
+    assert run(s, 0.0) == [j.id for j in running]
+    big = s.submit(spec(4, tenant="a", est_runtime=50.0), 1.0)
+    later = [s.submit(spec(2, tenant="b", est_runtime=1000.0), 2.0) for _ in range(2)]
+    assert s.position(big.id) == 0
+    before = snapshot(s)
+    assert s.estimate_start(big.id, 3.0) == 1100.0
+    assert [s.estimate_start(j.id, 3.0) for j in later] == [100.0, 100.0]
+    assert snapshot(s) == before and s.events  # the copy ran forward; this scheduler did not move
+    s.finished(running[0].id, 100.0, ok=True)
+    s.finished(running[1].id, 100.0, ok=True)
+    assert run(s, 100.0) == [j.id for j in later]  # as estimated
+
+
+def test_estimate_start_is_bounded_and_unknown_past_the_bound():
+    s = sched(policy="fifo")
+    s.submit(spec(4, est_runtime=10.0), 0.0)
+    run(s, 0.0)
+    line = [s.submit(spec(4, est_runtime=10.0), 1.0) for _ in range(5)]
+    assert s.estimate_start(line[-1].id, 1.0) == 50.0
+    assert Lookahead(s, 1.0, max_passes=3).start_of(line[-1].id) is None  # 6 passes needed
+
+
+def test_estimate_start_takes_a_run_past_its_estimate_to_end_now():
+    s = sched(policy="fifo")
+    s.submit(spec(4, est_runtime=10.0), 0.0)
+    run(s, 0.0)
+    waiting = s.submit(spec(2, est_runtime=10.0), 1.0)
+    assert s.estimate_start(waiting.id, 50.0) == 50.0  # never earlier than now
+
+
+def test_estimate_start_reuses_one_forward_run_until_the_state_changes():
+    s = sched(policy="fifo")
+    s.submit(spec(4, est_runtime=10.0), 0.0)
+    run(s, 0.0)
+    a, b = (s.submit(spec(4, est_runtime=10.0), 1.0) for _ in range(2))
+    assert s.estimate_start(b.id, 2.0) == 20.0
+    first = s._lookahead
+    assert s.estimate_start(a.id, 3.0) == 10.0 and s._lookahead is first  # the start it passed on the way
+    s.cancel(a.id, 4.0)
+    assert s.estimate_start(b.id, 4.0) == 10.0 and s._lookahead is not first
+    assert s._lookahead is not None and s._lookahead[1].sim._lookahead is None  # the copy holds no earlier run
 
 
 def test_estimate_start_now_when_it_fits():

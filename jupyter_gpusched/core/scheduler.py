@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .dependencies import WHEN_CHOICES
+from .lookahead import Lookahead
 from .model import (
     ALLOWED_TRANSITIONS,
     Admit,
@@ -55,6 +56,9 @@ class UnknownJob(KeyError):
 # A day: long beside an aging interval (a job larger than its tenant's quota is its admin's to
 # size, rule 7), short beside the weeks such a job would otherwise wait on a loaded cluster.
 OVERSIZE_GRANT_AFTER_S = 86400.0
+# How long one forward run of `estimate_start` answers while nothing changes: the estimate's
+# own precision is much coarser.
+LOOKAHEAD_REUSE_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +95,9 @@ class Scheduler:
         self.events: list[Event] = []
         self._seq = itertools.count()
         self._decisions: list[Decision] = []
+        # every change of state counts here, so that `estimate_start` reuses its forward run until one
+        self._changes = 0
+        self._lookahead: tuple[tuple[int, int], Lookahead] | None = None
 
     # --- driver API: jobs in -----------------------------------------------------------
     def validate(self, spec: JobSpec) -> None:
@@ -135,6 +142,7 @@ class Scheduler:
         if job.id in self.jobs:
             raise ValueError(f"duplicate job id {job.id}")
         self.jobs[job.id] = job
+        self._changes += 1
         job.budget_demoted = self.ledger.over_budget.get(job.tenant) == "soft"
         if spec.after:  # it waits for its dependencies outside the queue (`release`)
             job.state = JobState.WAITING
@@ -160,6 +168,7 @@ class Scheduler:
             raise ValueError(f"duplicate job id {job.id}")
         self._seq = itertools.count(max(next(self._seq), job.seq + 1))
         self.jobs[job.id] = job
+        self._changes += 1
         if job.state is JobState.QUEUED:
             self.queue.push(job)
         elif job.state.holds_gpus:
@@ -232,6 +241,7 @@ class Scheduler:
 
     def checkpointed(self, job_id: str, now: float) -> None:
         self.get(job_id).last_checkpoint_at = now
+        self._changes += 1
 
     def node_lost(
         self, node: str, now: float, reason: str = "node went away", *, interrupted: bool = True
@@ -247,6 +257,7 @@ class Scheduler:
         if node in self.cluster:
             self.cluster.remove_node(node)
         self.on_node.pop(node, None)
+        self._changes += 1
         return hit
 
     def add_node(self, node: NodeSpec, pool: Pool | None = None) -> None:
@@ -254,9 +265,11 @@ class Scheduler:
             self.cluster.pools[pool.name] = pool
         self.cluster.add_node(node)
         self.on_node[node.name] = set()
+        self._changes += 1
 
     # --- decisions: the only place they take effect -----------------------------------------
     def admit(self, job: Job, allocation: Allocation, borrowed: bool, now: float, reason: str = "admitted") -> None:
+        self._changes += 1
         self.queue.remove(job.id)
         event = transition(job, JobState.ADMITTED, now, reason)
         pool = self.cluster.pool_of(allocation[0][0]) if allocation and allocation[0][0] in self.cluster else None
@@ -283,6 +296,7 @@ class Scheduler:
     def set_tenant(self, tenant: Tenant) -> None:
         """Replace a tenant's terms (quota, burst), e.g. as another system's queues report them."""
         self.ledger.tenants[tenant.name] = tenant
+        self._changes += 1
 
     def preempt(self, job_id: str, now: float, reason: str) -> Job:
         """Stop an active job and put it back in line (it keeps its place by submit time)."""
@@ -314,6 +328,7 @@ class Scheduler:
         why = why or {}
         before = self.ledger.over_budget
         self.ledger.over_budget = dict(over)
+        self._changes += 1
         changed = {t for t in set(before) | set(over) if before.get(t) != over.get(t)}
         if not changed and "hard" not in over.values():
             return
@@ -369,6 +384,7 @@ class Scheduler:
         """Give `job` a learned runtime estimate (core/estimates.py); a queue grouped by estimate
         (JobQueue.walk) files it under its new group."""
         if job.spec.learned_runtime != seconds:
+            self._changes += 1
             job.spec = dataclasses.replace(job.spec, learned_runtime=seconds)
             self.queue.regroup(job)
 
@@ -385,37 +401,18 @@ class Scheduler:
         return self.queue.position(job_id)
 
     def estimate_start(self, job_id: str, now: float) -> float | None:
-        """A rough start time for a queued job: replay the jobs ahead of it onto GPUs as the
-        running jobs' estimated ends free them (GPU counts only, ignoring packing).
-        None when a job it depends on has no runtime estimate."""
+        """When a queued job should start: this scheduler's policy run forward on a copy, every
+        job ending after its runtime estimate (core/lookahead.py). None when not queued, or when
+        its start waits on a job with no estimate. One forward run answers every question until
+        the state changes or `LOOKAHEAD_REUSE_S` pass (a lab panel asks about ten jobs at once)."""
         job = self.get(job_id)
         if job.state is not JobState.QUEUED:
             return None
-        free = self.cluster.free_gpus
-        releases = sorted((self.projected_end(j), j.gpus) for j in self.active.values())
-        ahead_end: list[tuple[float, int]] = []
-        t = now
-        for other in self.queue:
-            need = other.gpus
-            while free < need:
-                candidates = sorted(releases + ahead_end)
-                if not candidates:
-                    return None
-                end, gpus = candidates[0]
-                if math.isinf(end):
-                    return None
-                if (end, gpus) in releases:
-                    releases.remove((end, gpus))
-                else:
-                    ahead_end.remove((end, gpus))
-                t = max(t, end)
-                free += gpus
-            if other.id == job_id:
-                return t
-            free -= need
-            est = other.spec.runtime_estimate
-            ahead_end.append((t + est if est is not None else math.inf, need))
-        return None
+        key = (self._changes, math.floor(now / LOOKAHEAD_REUSE_S))
+        if self._lookahead is None or self._lookahead[0] != key:
+            self._lookahead = (key, Lookahead(self, now))
+        start = self._lookahead[1].start_of(job_id)
+        return None if start is None else max(now, start)
 
     def queues_view(self) -> dict[str, dict]:
         zero = dict(queued=0, queued_gpus=0, running=0, interactive_queued=0, interactive_running=0)
@@ -435,6 +432,7 @@ class Scheduler:
 
     # --- bookkeeping ---------------------------------------------------------------------------
     def _move(self, job: Job, dst: JobState, now: float, reason: str, actor: str = "scheduler") -> None:
+        self._changes += 1
         self.events.append(transition(job, dst, now, reason, actor))
 
     def _hold(self, job: Job, allocation: Allocation, borrowed: bool) -> None:

@@ -1,0 +1,144 @@
+"""How good is the "estimated start" a user sees for a queued job?
+
+Replays a built-in scenario under a policy with runtime estimates (`--estimates learned`: each
+queued job's estimate comes from the jobs finished before it, as the live service learns them;
+`exact`: the trace's true runtimes). Every `--every`-th job that is still queued after the pass
+of its arrival is sampled: its estimated start is taken there, then compared with when the replay
+really started it. Two estimators, on the same samples:
+
+- `lookahead`: what the server shows (`Scheduler.estimate_start`, core/lookahead.py): the
+  policy itself run forward on a copy of the scheduler;
+- `count`: the estimate it replaced, kept here as the baseline: free GPUs counted in line order
+  as running jobs end, ignoring quotas, borrowing, reservations and packing.
+
+Prints, per estimator: how many samples get an estimate, the median and 90th-percentile absolute
+error in hours, the share within an hour (or within 25% of the real wait) of the truth, and the
+share that promised a start within an hour to a job that waited more than six; and the CPU time of
+one `lookahead` call (median, worst) against the queue's length.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/start_estimates.py --scenario philly-loaded --policy dynamic
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+
+from jupyter_gpusched.core.scheduler import Scheduler
+from jupyter_gpusched.sim.engine import Simulation
+from jupyter_gpusched.sim.scenario import load_scenario
+
+HOUR = 3600.0
+
+
+def count_estimate(s: Scheduler, job_id: str, now: float) -> float | None:
+    """The baseline: GPUs counted in line order as running (then earlier queued) jobs end."""
+    free = s.cluster.free_gpus
+    releases = sorted((s.projected_end(j), j.gpus) for j in s.active.values())
+    ahead: list[tuple[float, int]] = []
+    t = now
+    for other in s.queue:
+        while free < other.gpus:
+            pending = sorted(releases + ahead)
+            if not pending or math.isinf(pending[0][0]):
+                return None
+            end, gpus = pending[0]
+            (releases if (end, gpus) in releases else ahead).remove((end, gpus))
+            t, free = max(t, end), free + gpus
+        if other.id == job_id:
+            return t
+        free -= other.gpus
+        est = other.spec.runtime_estimate
+        ahead.append((t + est if est is not None else math.inf, other.gpus))
+    return None
+
+
+class SampledSimulation(Simulation):
+    """A replay that takes both estimates for every `every`-th arrival still queued after its pass."""
+
+    def __init__(self, *args, every: int, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.every = every
+        self._arrived = 0
+        self._due: list[str] = []
+        self.samples: list[tuple[str, float, float | None, float | None, float, int]] = []
+
+    def _on_arrive(self, job_id: str, b, t: float) -> bool:
+        self._arrived += 1
+        if self._arrived % self.every == 0:
+            self._due.append(job_id)
+        return super()._on_arrive(job_id, b, t)
+
+    def _pass(self, t: float) -> None:
+        super()._pass(t)
+        s = self.scheduler
+        for job_id in self._due:
+            if job_id in s.queue:
+                c0 = time.process_time()
+                ahead = s.estimate_start(job_id, t)
+                cpu = time.process_time() - c0
+                self.samples.append((job_id, t, ahead, count_estimate(s, job_id, t), cpu, len(s.queue)))
+        self._due = []
+
+
+def score(name: str, rows: list[tuple[float, float | None]]) -> str:
+    """rows: (true start - sample time, estimated start - sample time or None)."""
+    got = [(true, est) for true, est in rows if est is not None]
+    if not got:
+        return f"{name:10} 0/{len(rows)} estimated"
+    errs = sorted(abs(est - true) / HOUR for true, est in got)
+    near = sum(abs(est - true) <= max(HOUR, 0.25 * true) for true, est in got)
+    false_hope = sum(est <= HOUR and true > 6 * HOUR for true, est in got)
+    p90 = errs[min(len(errs) - 1, int(0.9 * len(errs)))]
+    late = statistics.median((est - true) / HOUR for true, est in got)
+    return (
+        f"{name:10} {len(got)}/{len(rows)} estimated; |error| median {statistics.median(errs):.2f} h, "
+        f"p90 {p90:.2f} h, signed median {late:+.2f} h; "
+        f"within 1 h or 25%: {near / len(got):.0%}; "
+        f"said <= 1 h to a job that waited > 6 h: {false_hope}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scenario", default="philly-loaded")
+    ap.add_argument("--policy", default="dynamic")
+    ap.add_argument("--estimates", choices=("learned", "exact"), default="learned")
+    ap.add_argument("--every", type=int, default=25, help="sample every N-th arriving job (default 25)")
+    args = ap.parse_args()
+    sc = load_scenario(args.scenario)
+    sim = SampledSimulation(
+        sc.jobs,
+        sc.pools_of(args.policy),
+        sc.tenants_for(args.policy),
+        sc.make_policy(args.policy),
+        seed=sc.seed,
+        config=sc.scheduler,
+        checkpoint=sc.checkpoint,
+        estimates=args.estimates,
+        budgets=sc.budgets,
+        every=args.every,
+    )
+    res = sim.run()
+    first = {r.id: r.first_start for r in res.jobs}
+    started = [(jid, t, a, c, cpu, q) for jid, t, a, c, cpu, q in sim.samples if first.get(jid) is not None]
+    print(
+        f"{args.scenario} {args.policy}, {args.estimates} runtime estimates: {len(sim.samples)} jobs sampled "
+        f"waiting, {len(started)} of them started in the replay (mean true wait "
+        f"{statistics.fmean(first[j] - t for j, t, *_ in started) / HOUR if started else 0:.2f} h)"
+    )
+    for name, k in (("lookahead", 2), ("count", 3)):
+        print(score(name, [(first[row[0]] - row[1], None if row[k] is None else row[k] - row[1]) for row in started]))
+    cpus = sorted(row[4] for row in sim.samples)
+    if cpus:
+        longest = max(sim.samples, key=lambda row: row[5])
+        print(
+            f"lookahead CPU per call: median {statistics.median(cpus) * 1000:.1f} ms, worst {cpus[-1] * 1000:.1f} ms; "
+            f"longest queue sampled {longest[5]} jobs ({longest[4] * 1000:.1f} ms)"
+        )
+
+
+if __name__ == "__main__":
+    main()

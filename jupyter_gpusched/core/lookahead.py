@@ -1,0 +1,94 @@
+"""When will a queued job start? The scheduler's own policy, run forward on a copy of its state.
+
+A count of free GPUs in queue order (what `estimate_start` did before) ignores quotas,
+borrowing, reservations, packing and every other rule of the policy, so it told a tenant
+at its quota, or a job larger than its tenant's quota (rule 7), that it would start as soon
+as enough GPUs free up anywhere. Here the same policy decides, on a copy: each running job
+ends at its projected end (`Scheduler.projected_end`: its start plus its runtime estimate),
+each job the copy starts ends after its own estimate, no new job arrives and no node comes or
+goes; a run already past its estimate is taken to end now. The first time the copy starts the
+job is the estimate.
+
+It is unknown (None) when the copy runs out of ends before the job starts (it waits, directly
+or not, on a job with no runtime estimate) or needs more than `MAX_PASSES` scheduling passes
+(bounded work: `Scheduler.estimate_start` reuses one run until the state changes).
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import math
+from typing import TYPE_CHECKING
+
+from .model import Admit, JobState, Preempt
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .scheduler import Scheduler
+
+MAX_PASSES = 2000
+
+
+class Lookahead:
+    """One forward run of a copy of `s` from `now`, taken as far as the questions asked of it
+    need: `start_of(job)` runs it on until that job starts (each start on the way is kept, so
+    the next question about a job ahead of it costs nothing) or it can go no further."""
+
+    def __init__(self, s: Scheduler, now: float, max_passes: int = MAX_PASSES) -> None:
+        self.sim = fork(s)
+        self.t = now
+        self.passes_left = max_passes
+        self.starts: dict[str, float] = {}
+        self.ended = False  # ran out of ends, or of passes: any job not started has no estimate
+        self._ends: list[tuple[float, int, str]] = []  # (projected end, seq, job id) of the copy's runs
+        for j in list(self.sim.active.values()):
+            if j.state is JobState.ADMITTED:  # being launched: count it as started now
+                self.sim.started(j.id, now)
+            self._push_end(j.id)
+
+    def start_of(self, job_id: str) -> float | None:
+        """When the copy starts `job_id`; None if it does not within its passes."""
+        sim, ends = self.sim, self._ends
+        while job_id not in self.starts and not self.ended:
+            if self.passes_left <= 0:
+                self.ended = True
+                break
+            self.passes_left -= 1
+            t = self.t
+            decisions = sim.schedule(t)
+            for d in decisions:
+                if isinstance(d, Admit) and sim.jobs[d.job_id].state is JobState.ADMITTED:
+                    sim.started(d.job_id, t)
+                    self.starts.setdefault(d.job_id, t)
+                    self._push_end(d.job_id)
+            if any(isinstance(d, Preempt) for d in decisions):
+                continue  # as a driver does: look again at once with the preempted jobs' GPUs free
+            wake = sim.policy.next_wakeup(sim, t)
+            t_next = min(ends[0][0] if ends else math.inf, wake if wake is not None and wake > t else math.inf)
+            if math.isinf(t_next):
+                self.ended = True
+                break
+            self.t = t = max(t, t_next)  # a run past its estimate is taken to end now
+            while ends and ends[0][0] <= t:
+                end, _, jid = heapq.heappop(ends)
+                other = sim.jobs[jid]
+                if other.state is JobState.RUNNING and sim.projected_end(other) == end:  # not preempted since
+                    sim.finished(jid, t, ok=True)
+        return self.starts.get(job_id)
+
+    def _push_end(self, job_id: str) -> None:
+        job = self.sim.jobs[job_id]
+        end = self.sim.projected_end(job)
+        if math.isfinite(end):
+            heapq.heappush(self._ends, (end, job.seq, job_id))
+
+
+def fork(s: Scheduler) -> Scheduler:
+    """A copy of `s` to run forward without touching it. Jobs that have ended and every job's
+    spec (frozen; a change replaces it) are shared, not copied: a long history costs nothing."""
+    memo: dict[int, object | None] = {id(s.events): [], id(s._lookahead): None}  # not a copy of the last run
+    for j in s.jobs.values():
+        memo[id(j.spec)] = j.spec
+        if j.state.terminal:
+            memo[id(j)] = j
+    return copy.deepcopy(s, memo)
