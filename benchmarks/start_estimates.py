@@ -13,8 +13,9 @@ really started it. Two estimators, on the same samples:
 
 Prints, per estimator: how many samples get an estimate, the median and 90th-percentile absolute
 error in hours, the share within an hour (or within 25% of the real wait) of the truth, and the
-share that promised a start within an hour to a job that waited more than six; and the CPU time of
-one `lookahead` call (median, worst) against the queue's length.
+share that promised a start within an hour to a job that waited more than six; the median error
+on the samples both estimate; and the CPU time of one `lookahead` call (a fresh forward run each:
+median, worst) against the queue's length.
 
     PYTHONPATH=. .venv/bin/python benchmarks/start_estimates.py --scenario philly-loaded --policy dynamic
 """
@@ -26,6 +27,7 @@ import math
 import statistics
 import time
 
+from jupyter_gpusched.core.lookahead import MAX_PASSES
 from jupyter_gpusched.core.scheduler import Scheduler
 from jupyter_gpusched.sim.engine import Simulation
 from jupyter_gpusched.sim.scenario import load_scenario
@@ -64,6 +66,7 @@ class SampledSimulation(Simulation):
         self._arrived = 0
         self._due: list[str] = []
         self.samples: list[tuple[str, float, float | None, float | None, float, int]] = []
+        self.passes: list[int] = []  # scheduling passes each forward run took
 
     def _on_arrive(self, job_id: str, b, t: float) -> bool:
         self._arrived += 1
@@ -79,6 +82,8 @@ class SampledSimulation(Simulation):
                 c0 = time.process_time()
                 ahead = s.estimate_start(job_id, t)
                 cpu = time.process_time() - c0
+                run = s._lookahead[1] if s._lookahead is not None else None
+                self.passes.append(MAX_PASSES - run.passes_left if run is not None else 0)
                 self.samples.append((job_id, t, ahead, count_estimate(s, job_id, t), cpu, len(s.queue)))
         self._due = []
 
@@ -131,12 +136,21 @@ def main() -> None:
     )
     for name, k in (("lookahead", 2), ("count", 3)):
         print(score(name, [(first[row[0]] - row[1], None if row[k] is None else row[k] - row[1]) for row in started]))
+    both = [row for row in started if row[2] is not None and row[3] is not None]
+    if both:
+        err = {k: statistics.median(abs(row[k] - first[row[0]]) / HOUR for row in both) for k in (2, 3)}
+        print(f"on the {len(both)} both estimate: median |error| lookahead {err[2]:.2f} h, count {err[3]:.2f} h")
     cpus = sorted(row[4] for row in sim.samples)
     if cpus:
         longest = max(sim.samples, key=lambda row: row[5])
         print(
             f"lookahead CPU per call: median {statistics.median(cpus) * 1000:.1f} ms, worst {cpus[-1] * 1000:.1f} ms; "
             f"longest queue sampled {longest[5]} jobs ({longest[4] * 1000:.1f} ms)"
+        )
+        passes = sorted(sim.passes)
+        print(
+            f"lookahead passes per call: median {statistics.median(passes):.0f}, "
+            f"p90 {passes[int(0.9 * (len(passes) - 1))]}, most {passes[-1]} (of {MAX_PASSES})"
         )
 
 

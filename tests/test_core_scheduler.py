@@ -26,7 +26,8 @@ from jupyter_gpusched.core import (
     policy_names,
 )
 from jupyter_gpusched.core.health import HealthConfig, leaked_gpus, lost_jobs, zombie_processes
-from jupyter_gpusched.core.lookahead import Lookahead
+from jupyter_gpusched.core.lookahead import MAX_PASSES, QUIET_PASSES, Lookahead
+from jupyter_gpusched.core.policies.fifo import FifoPolicy
 
 S = JobState
 HIGH, NORMAL, LOW = Priority.HIGH, Priority.NORMAL, Priority.LOW
@@ -384,6 +385,29 @@ def test_estimate_start_reuses_one_forward_run_until_the_state_changes():
     s.cancel(a.id, 4.0)
     assert s.estimate_start(b.id, 4.0) == 10.0 and s._lookahead is not first
     assert s._lookahead is not None and s._lookahead[1].sim._lookahead is None  # the copy holds no earlier run
+
+
+def test_estimate_start_sees_a_pause_at_a_checkpoint():
+    # a's long run may be paused for a's new job right after a checkpoint once it has run an aging
+    # interval (rule 8): at its checkpoint at 3,600 s, in the pass just after it (3,750 s), not at its end
+    s = sched(tenants=[Tenant("a", 4)])
+    long = s.submit(spec(4, tenant="a", preemptible=True, checkpoint_interval=1800.0, est_runtime=1e5), 0.0)
+    assert run(s, 0.0) == [long.id]
+    new = s.submit(spec(4, tenant="a", est_runtime=100.0), 10.0)
+    assert s.estimate_start(new.id, 10.0) == 3750.0
+
+
+def test_estimate_start_stops_when_only_wakeups_are_left():
+    class Ticking(FifoPolicy):  # asks for a pass every minute, for ever
+        def next_wakeup(self, s, now):
+            return now + 60.0
+
+    s = Scheduler(Cluster([NodeSpec("n0", 4)]), (), Ticking())
+    s.submit(spec(4), 0.0)  # runs with no estimate: never ends
+    run(s, 0.0)
+    waiting = s.submit(spec(4, est_runtime=10.0), 1.0)
+    assert s.estimate_start(waiting.id, 1.0) is None
+    assert s._lookahead is not None and s._lookahead[1].passes_left == MAX_PASSES - QUIET_PASSES - 1
 
 
 def test_estimate_start_now_when_it_fits():

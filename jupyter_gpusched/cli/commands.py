@@ -112,7 +112,7 @@ def status(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     if job.get("position") is not None:
         print(f"{'position':>15}: {job['position'] + 1}", file=out)
         print(
-            f"{'estimated start':>15}: {job.get('estimated_start') or 'unknown (running jobs have no runtime limit or learned estimate)'}",
+            f"{'estimated start':>15}: {job.get('estimated_start') or 'unknown (it waits on jobs with no runtime limit or learned estimate, or is far back in line)'}",
             file=out,
         )
     expected = expected_run(job.get("runtime_estimate"))

@@ -5,12 +5,14 @@ borrowing, reservations, packing and every other rule of the policy, so it told 
 at its quota, or a job larger than its tenant's quota (rule 7), that it would start as soon
 as enough GPUs free up anywhere. Here the same policy decides, on a copy: each running job
 ends at its projected end (`Scheduler.projected_end`: its start plus its runtime estimate),
-each job the copy starts ends after its own estimate, no new job arrives and no node comes or
-goes; a run already past its estimate is taken to end now. The first time the copy starts the
+each job the copy starts ends after its own estimate, runs write their checkpoints on time
+(`dynamic` pauses long runs right after one), no new job arrives and no node comes or goes; a
+run already past its estimate is taken to end now. The first time the copy starts the
 job is the estimate.
 
 It is unknown (None) when the copy runs out of ends before the job starts (it waits, directly
-or not, on a job with no runtime estimate) or needs more than `MAX_PASSES` scheduling passes
+or not, on a job with no runtime estimate, and `QUIET_PASSES` passes after that decide nothing)
+or needs more than `MAX_PASSES` scheduling passes
 (bounded work: `Scheduler.estimate_start` reuses one run until the state changes).
 """
 
@@ -21,12 +23,15 @@ import heapq
 import math
 from typing import TYPE_CHECKING
 
-from .model import Admit, JobState, Preempt
+from .model import Admit, Job, JobState, Preempt
 
 if TYPE_CHECKING:  # pragma: no cover
     from .scheduler import Scheduler
 
-MAX_PASSES = 2000
+MAX_PASSES = 1000
+# With no run left that is expected to end, only the policy's wakeups move the copy on; after this
+# many passes in a row that decide nothing, nothing will.
+QUIET_PASSES = 200
 
 
 class Lookahead:
@@ -40,15 +45,18 @@ class Lookahead:
         self.passes_left = max_passes
         self.starts: dict[str, float] = {}
         self.ended = False  # ran out of ends, or of passes: any job not started has no estimate
-        self._ends: list[tuple[float, int, str]] = []  # (projected end, seq, job id) of the copy's runs
+        self.quiet = 0  # passes in a row that decided nothing with no end to come
+        # (time, seq, job id, the run's start) of the copy's runs' ends, and of their next checkpoints
+        self._ends: list[tuple[float, int, str, float]] = []
+        self._checkpoints: list[tuple[float, int, str, float]] = []
         for j in list(self.sim.active.values()):
             if j.state is JobState.ADMITTED:  # being launched: count it as started now
                 self.sim.started(j.id, now)
-            self._push_end(j.id)
+            self._run(j.id)
 
     def start_of(self, job_id: str) -> float | None:
         """When the copy starts `job_id`; None if it does not within its passes."""
-        sim, ends = self.sim, self._ends
+        sim, ends, checkpoints = self.sim, self._ends, self._checkpoints
         while job_id not in self.starts and not self.ended:
             if self.passes_left <= 0:
                 self.ended = True
@@ -56,31 +64,54 @@ class Lookahead:
             self.passes_left -= 1
             t = self.t
             decisions = sim.schedule(t)
+            self.quiet = 0 if decisions or ends else self.quiet + 1
+            if self.quiet > QUIET_PASSES:
+                self.ended = True
+                break
             for d in decisions:
                 if isinstance(d, Admit) and sim.jobs[d.job_id].state is JobState.ADMITTED:
                     sim.started(d.job_id, t)
                     self.starts.setdefault(d.job_id, t)
-                    self._push_end(d.job_id)
+                    self._run(d.job_id)
             if any(isinstance(d, Preempt) for d in decisions):
                 continue  # as a driver does: look again at once with the preempted jobs' GPUs free
+            # The next pass: at the next end, or when the policy asks for one (`dynamic`: just after a
+            # checkpoint that lets it pause a run). A checkpoint alone calls for no pass, as in the simulator.
             wake = sim.policy.next_wakeup(sim, t)
             t_next = min(ends[0][0] if ends else math.inf, wake if wake is not None and wake > t else math.inf)
             if math.isinf(t_next):
                 self.ended = True
                 break
             self.t = t = max(t, t_next)  # a run past its estimate is taken to end now
+            while checkpoints and checkpoints[0][0] <= t:
+                at, _, jid, started = heapq.heappop(checkpoints)
+                job = sim.jobs[jid]
+                if job.state is JobState.RUNNING and job.started_at == started:  # not preempted since
+                    sim.checkpointed(jid, at)
+                    self._push(checkpoints, at + job.spec.checkpoint_interval, job)  # type: ignore[operator]
             while ends and ends[0][0] <= t:
-                end, _, jid = heapq.heappop(ends)
-                other = sim.jobs[jid]
-                if other.state is JobState.RUNNING and sim.projected_end(other) == end:  # not preempted since
+                _, _, jid, started = heapq.heappop(ends)
+                job = sim.jobs[jid]
+                if job.state is JobState.RUNNING and job.started_at == started:
                     sim.finished(jid, t, ok=True)
         return self.starts.get(job_id)
 
-    def _push_end(self, job_id: str) -> None:
+    def _run(self, job_id: str) -> None:
+        """File a running job's expected end and, if it checkpoints, its next checkpoint."""
         job = self.sim.jobs[job_id]
         end = self.sim.projected_end(job)
         if math.isfinite(end):
-            heapq.heappush(self._ends, (end, job.seq, job_id))
+            self._push(self._ends, end, job)
+        interval = job.spec.checkpoint_interval
+        if interval is not None and job.started_at is not None:
+            last = job.last_checkpoint_at
+            since = last if last is not None and last > job.started_at else job.started_at
+            self._push(self._checkpoints, since + interval, job)
+
+    @staticmethod
+    def _push(heap: list[tuple[float, int, str, float]], t: float, job: Job) -> None:
+        assert job.started_at is not None  # every run of the copy has started
+        heapq.heappush(heap, (t, job.seq, job.id, job.started_at))
 
 
 def fork(s: Scheduler) -> Scheduler:
