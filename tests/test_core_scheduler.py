@@ -410,6 +410,17 @@ def test_estimate_start_stops_when_only_wakeups_are_left():
     assert s._lookahead is not None and s._lookahead[1].passes_left == MAX_PASSES - QUIET_PASSES - 1
 
 
+def test_estimate_start_steps_over_many_checkpoints_at_once():
+    # a run that checkpoints every millisecond (the API allows it) must not cost one step per checkpoint
+    s = sched(policy="fifo")
+    s.submit(spec(4, checkpoint_interval=0.001, est_runtime=86400.0), 0.0)
+    run(s, 0.0)
+    waiting = s.submit(spec(4, est_runtime=10.0), 1.0)
+    assert s.estimate_start(waiting.id, 1.0) == 86400.0
+    with pytest.raises(SpecError, match="checkpoint_interval"):
+        s.submit(spec(1, checkpoint_interval=0.0), 2.0)
+
+
 def test_estimate_start_now_when_it_fits():
     s = sched()
     job = s.submit(spec(2), 0.0)

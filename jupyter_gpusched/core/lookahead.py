@@ -86,9 +86,11 @@ class Lookahead:
             while checkpoints and checkpoints[0][0] <= t:
                 at, _, jid, started = heapq.heappop(checkpoints)
                 job = sim.jobs[jid]
-                if job.state is JobState.RUNNING and job.started_at == started:  # not preempted since
+                interval = job.spec.checkpoint_interval
+                if job.state is JobState.RUNNING and job.started_at == started and interval:  # not preempted since
+                    at += math.floor((t - at) / interval) * interval  # the last one due by now: only it counts
                     sim.checkpointed(jid, at)
-                    self._push(checkpoints, at + job.spec.checkpoint_interval, job)  # type: ignore[operator]
+                    self._push(checkpoints, at + interval, job)
             while ends and ends[0][0] <= t:
                 _, _, jid, started = heapq.heappop(ends)
                 job = sim.jobs[jid]

@@ -128,6 +128,10 @@ class Scheduler:
             raise SpecError("max_runtime", "max_runtime must be a positive number of seconds")
         if spec.est_runtime is not None and not (spec.est_runtime > 0 and math.isfinite(spec.est_runtime)):
             raise SpecError("est_runtime", "est_runtime must be a positive number of seconds")
+        if spec.checkpoint_interval is not None and not (
+            spec.checkpoint_interval > 0 and math.isfinite(spec.checkpoint_interval)
+        ):
+            raise SpecError("checkpoint_interval", "checkpoint_interval must be a positive number of seconds")
         if spec.max_retries < 0:
             raise SpecError("max_retries", "max_retries must be 0 or more")
         if spec.interactive:
