@@ -23,6 +23,7 @@ median, worst) against the queue's length.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import statistics
 import time
@@ -30,6 +31,7 @@ import time
 from jupyter_gpusched.core.lookahead import MAX_PASSES
 from jupyter_gpusched.core.scheduler import Scheduler
 from jupyter_gpusched.sim.engine import Simulation
+from jupyter_gpusched.sim.report import run_policy
 from jupyter_gpusched.sim.scenario import load_scenario
 
 HOUR = 3600.0
@@ -57,16 +59,20 @@ def count_estimate(s: Scheduler, job_id: str, now: float) -> float | None:
     return None
 
 
+# job id, sample time, lookahead's estimate, the count's, lookahead's CPU seconds, queue length
+Sample = tuple[str, float, float | None, float | None, float, int]
+
+
 class SampledSimulation(Simulation):
     """A replay that takes both estimates for every `every`-th arrival still queued after its pass."""
 
-    def __init__(self, *args, every: int, **kw) -> None:
+    def __init__(self, *args, every: int, samples: list[Sample], passes: list[int], **kw) -> None:
         super().__init__(*args, **kw)
         self.every = every
         self._arrived = 0
         self._due: list[str] = []
-        self.samples: list[tuple[str, float, float | None, float | None, float, int]] = []
-        self.passes: list[int] = []  # scheduling passes each forward run took
+        self.samples = samples  # filled as the replay goes
+        self.passes = passes  # scheduling passes each forward run took
 
     def _on_arrive(self, job_id: str, b, t: float) -> bool:
         self._arrived += 1
@@ -113,24 +119,14 @@ def main() -> None:
     ap.add_argument("--estimates", choices=("learned", "exact"), default="learned")
     ap.add_argument("--every", type=int, default=25, help="sample every N-th arriving job (default 25)")
     args = ap.parse_args()
-    sc = load_scenario(args.scenario)
-    sim = SampledSimulation(
-        sc.jobs,
-        sc.pools_of(args.policy),
-        sc.tenants_for(args.policy),
-        sc.make_policy(args.policy),
-        seed=sc.seed,
-        config=sc.scheduler,
-        checkpoint=sc.checkpoint,
-        estimates=args.estimates,
-        budgets=sc.budgets,
-        every=args.every,
-    )
-    res = sim.run()
+    sc = dataclasses.replace(load_scenario(args.scenario), estimates=args.estimates)
+    samples: list[Sample] = []
+    passes: list[int] = []
+    res = run_policy(sc, args.policy, simulation=SampledSimulation, every=args.every, samples=samples, passes=passes)
     first = {r.id: r.first_start for r in res.jobs}
-    started = [(jid, t, a, c, cpu, q) for jid, t, a, c, cpu, q in sim.samples if first.get(jid) is not None]
+    started = [(jid, t, a, c, cpu, q) for jid, t, a, c, cpu, q in samples if first.get(jid) is not None]
     print(
-        f"{args.scenario} {args.policy}, {args.estimates} runtime estimates: {len(sim.samples)} jobs sampled "
+        f"{args.scenario} {args.policy}, {args.estimates} runtime estimates: {len(samples)} jobs sampled "
         f"waiting, {len(started)} of them started in the replay (mean true wait "
         f"{statistics.fmean(first[j] - t for j, t, *_ in started) / HOUR if started else 0:.2f} h)"
     )
@@ -140,14 +136,14 @@ def main() -> None:
     if both:
         err = {k: statistics.median(abs(row[k] - first[row[0]]) / HOUR for row in both) for k in (2, 3)}
         print(f"on the {len(both)} both estimate: median |error| lookahead {err[2]:.2f} h, count {err[3]:.2f} h")
-    cpus = sorted(row[4] for row in sim.samples)
+    cpus = sorted(row[4] for row in samples)
     if cpus:
-        longest = max(sim.samples, key=lambda row: row[5])
+        longest = max(samples, key=lambda row: row[5])
         print(
             f"lookahead CPU per call: median {statistics.median(cpus) * 1000:.1f} ms, worst {cpus[-1] * 1000:.1f} ms; "
             f"longest queue sampled {longest[5]} jobs ({longest[4] * 1000:.1f} ms)"
         )
-        passes = sorted(sim.passes)
+        passes = sorted(passes)
         print(
             f"lookahead passes per call: median {statistics.median(passes):.0f}, "
             f"p90 {passes[int(0.9 * (len(passes) - 1))]}, most {passes[-1]} (of {MAX_PASSES})"

@@ -33,8 +33,15 @@ ORACLE = "srpt"
 RATIO_KEYS = ("utilization", "avg_jct_s", "p99_jct_s", "makespan_s", "cost_per_job")
 
 
-def run_policy(sc: Scenario, policy: str, progress: Callable[[int], None] | None = None, **kw) -> SimResult:
-    sim = Simulation(
+def run_policy(
+    sc: Scenario,
+    policy: str,
+    progress: Callable[[int], None] | None = None,
+    simulation: type[Simulation] = Simulation,
+    **kw,
+) -> SimResult:
+    """Replay `sc` under `policy` (with `simulation`, a Simulation subclass that observes the replay, if given)."""
+    sim = simulation(
         sc.jobs,
         sc.pools_of(policy),
         sc.tenants_for(policy),
