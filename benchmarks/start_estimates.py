@@ -17,19 +17,29 @@ share that promised a start within an hour to a job that waited more than six; t
 on the samples both estimate; and the CPU time of one `lookahead` call (a fresh forward run each:
 median, worst) against the queue's length.
 
+`--loop-stall` then asks again at the sample with the longest queue, on a copy of the scheduler
+as it was there, inside an asyncio event loop with a 10 ms ticker on it: once on the loop
+(`Scheduler.estimate_start`, as the server did before) and once as the server does now
+(`ServiceViews.estimated_start`: the copy taken on the loop, the forward run in a thread). It
+prints the longest the ticker was held up and the wall time of each (median of 3, alternated).
+
     PYTHONPATH=. .venv/bin/python benchmarks/start_estimates.py --scenario philly-loaded --policy dynamic
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import math
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
-from jupyter_gpusched.core.lookahead import MAX_PASSES
+from jupyter_gpusched.core.lookahead import MAX_PASSES, fork
 from jupyter_gpusched.core.scheduler import Scheduler
+from jupyter_gpusched.service.views import ServiceViews
 from jupyter_gpusched.sim.engine import Simulation
 from jupyter_gpusched.sim.report import run_policy
 from jupyter_gpusched.sim.scenario import load_scenario
@@ -66,13 +76,15 @@ Sample = tuple[str, float, float | None, float | None, float, int]
 class SampledSimulation(Simulation):
     """A replay that takes both estimates for every `every`-th arrival still queued after its pass."""
 
-    def __init__(self, *args, every: int, samples: list[Sample], passes: list[int], **kw) -> None:
+    def __init__(self, *args, every: int, samples: list[Sample], passes: list[int], longest: list, **kw) -> None:
         super().__init__(*args, **kw)
         self.every = every
         self._arrived = 0
         self._due: list[str] = []
         self.samples = samples  # filled as the replay goes
         self.passes = passes  # scheduling passes each forward run took
+        # [(queue length, a copy of the scheduler, job id, time)] at the longest queue sampled
+        self.longest: list[tuple[int, Scheduler, str, float]] = longest
 
     def _on_arrive(self, job_id: str, b, t: float) -> bool:
         self._arrived += 1
@@ -85,6 +97,8 @@ class SampledSimulation(Simulation):
         s = self.scheduler
         for job_id in self._due:
             if job_id in s.queue:
+                if not self.longest or len(s.queue) > self.longest[0][0]:
+                    self.longest[:] = [(len(s.queue), fork(s), job_id, t)]
                 c0 = time.process_time()
                 ahead = s.estimate_start(job_id, t)
                 cpu = time.process_time() - c0
@@ -112,17 +126,72 @@ def score(name: str, rows: list[tuple[float, float | None]]) -> str:
     )
 
 
+async def held_up(ask) -> tuple[float, float]:
+    """The longest a 10 ms ticker on the event loop waited past its time while `ask()` was awaited,
+    and the wall time of `ask()`, in seconds."""
+    late: list[float] = []
+    asking = True
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while asking:
+            await asyncio.sleep(0.01)
+            now = time.perf_counter()
+            late.append(now - last - 0.01)
+            last = now
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0.05)
+    w0 = time.perf_counter()
+    await ask()
+    wall = time.perf_counter() - w0
+    asking = False
+    await task
+    return max(late), wall
+
+
+def loop_stall(s: Scheduler, job_id: str, t: float, repeats: int = 3) -> None:
+    """The event loop held up by one estimate, on the loop and as the server asks now (a fresh copy each)."""
+    executor = ThreadPoolExecutor(max_workers=1)
+    results: dict[str, list[tuple[float, float]]] = {"on the loop": [], "server (thread)": []}
+    answers = set()
+
+    async def on_loop() -> None:
+        answers.add(fork(s).estimate_start(job_id, t))
+
+    async def in_thread() -> None:
+        copy = fork(s)
+        views = SimpleNamespace(backend=SimpleNamespace(admission="core"), clock=lambda: t, scheduler=copy)
+        views.estimator = executor
+        answers.add(await ServiceViews.estimated_start(views, copy.get(job_id)))  # type: ignore[arg-type]
+
+    for _ in range(repeats):
+        results["on the loop"].append(asyncio.run(held_up(on_loop)))
+        results["server (thread)"].append(asyncio.run(held_up(in_thread)))
+    executor.shutdown()
+    for name, rows in results.items():
+        print(
+            f"{name:16} loop held up {statistics.median(r[0] for r in rows) * 1000:7.1f} ms, "
+            f"answer in {statistics.median(r[1] for r in rows) * 1000:7.1f} ms (median of {repeats})"
+        )
+    print(f"same answer both ways: {len(answers) == 1}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", default="philly-loaded")
     ap.add_argument("--policy", default="dynamic")
     ap.add_argument("--estimates", choices=("learned", "exact"), default="learned")
     ap.add_argument("--every", type=int, default=25, help="sample every N-th arriving job (default 25)")
+    ap.add_argument("--loop-stall", action="store_true", help="then time one estimate at the longest queue")
     args = ap.parse_args()
     sc = dataclasses.replace(load_scenario(args.scenario), estimates=args.estimates)
     samples: list[Sample] = []
     passes: list[int] = []
-    res = run_policy(sc, args.policy, simulation=SampledSimulation, every=args.every, samples=samples, passes=passes)
+    longest: list[tuple[int, Scheduler, str, float]] = []
+    res = run_policy(
+        sc, args.policy, simulation=SampledSimulation, every=args.every, samples=samples, passes=passes, longest=longest
+    )
     first = {r.id: r.first_start for r in res.jobs}
     started = [(jid, t, a, c, cpu, q) for jid, t, a, c, cpu, q in samples if first.get(jid) is not None]
     print(
@@ -148,6 +217,10 @@ def main() -> None:
             f"lookahead passes per call: median {statistics.median(passes):.0f}, "
             f"p90 {passes[int(0.9 * (len(passes) - 1))]}, most {passes[-1]} (of {MAX_PASSES})"
         )
+    if args.loop_stall and longest:
+        queued, s, job_id, t = longest[0]
+        print(f"one estimate at the longest queue sampled ({queued} jobs queued):")
+        loop_stall(s, job_id, t)
 
 
 if __name__ == "__main__":

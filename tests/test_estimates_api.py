@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import io
+import threading
+from datetime import datetime
 
 import pytest
 
 from jupyter_gpusched import cli
 from jupyter_gpusched.cli.commands import expected_run
 from jupyter_gpusched.core.estimates import quantile
+from jupyter_gpusched.core.lookahead import Lookahead
 from jupyter_gpusched.testing.notebooks import make_notebook
 from jupyter_gpusched.testing.waits import wait_for_state
 
@@ -80,6 +83,51 @@ async def test_a_third_run_of_a_notebook_gets_an_estimate_learned_from_the_first
     for job_id in (blocker["id"], third["id"], capped["id"]):
         code, _ = await api("DELETE", f"jobs/{job_id}")
         assert code == 200
+
+
+async def test_the_server_answers_while_an_estimated_start_is_worked_out(api, jp_root_dir, monkeypatch):
+    """The forward run behind `estimated_start` can take seconds on a loaded cluster: it runs in the
+    estimates thread, and the event loop serves other requests meanwhile. Here the run is held at a gate
+    until another request has been answered; on the loop it would hold that request up, and fail."""
+    entered, gate, threads = threading.Event(), threading.Event(), []
+    real_start_of = Lookahead.start_of
+
+    def gated_start_of(self, job_id):
+        threads.append(threading.current_thread())
+        entered.set()
+        gate.wait(20)
+        return real_start_of(self, job_id)
+
+    monkeypatch.setattr(Lookahead, "start_of", gated_start_of)
+    gate.set()  # open until the request below
+    make_notebook(jp_root_dir / "hold.ipynb", "import time\ntime.sleep(60)")
+    code, blocker = await api("POST", "jobs", {"notebook": "hold.ipynb", "gpus": 2, "max_runtime": 3600})
+    assert code == 201
+    await wait_for_state(api, blocker["id"], {"RUNNING"})
+    code, queued = await api("POST", "jobs", {"notebook": "hold.ipynb", "gpus": 1, "max_runtime": 60})
+    assert code == 201 and queued["state"] == "QUEUED"
+    gate.clear()
+    entered.clear()
+    try:
+        asked = asyncio.ensure_future(api("GET", f"jobs/{queued['id']}"))
+        for _ in range(200):
+            if entered.is_set():
+                break
+            await asyncio.sleep(0.05)
+        assert entered.is_set() and not asked.done()
+        code, queues = await asyncio.wait_for(api("GET", "queues"), 10)  # answered while the run is held
+        assert code == 200 and queues["queues"]["default"]["queued"] == 1
+        assert not asked.done()
+    finally:
+        gate.set()
+    code, job = await asked
+    assert code == 200 and job["state"] == "QUEUED"
+    # the blocker ends at its limit, an hour after it started: so does the wait
+    started = datetime.fromisoformat(blocker["created"]).timestamp()
+    assert datetime.fromisoformat(job["estimated_start"]).timestamp() == pytest.approx(started + 3600, abs=30)
+    assert threads and all(t is not threading.main_thread() for t in threads)
+    for job_id in (blocker["id"], queued["id"]):
+        await api("DELETE", f"jobs/{job_id}")
 
 
 def test_expected_run_words():

@@ -6,6 +6,8 @@ modules (`scripts/kueue.sh`), run as local processes. Skips where either is not 
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from jupyter_gpusched.backends.kubernetes import KubernetesBackend
@@ -64,7 +66,7 @@ def test_kueue_admits_within_its_quota_and_the_service_shows_its_queues_and_reas
         assert 0 in positions, positions  # (0 = next, as the API counts)
         events = [e for j in jobs for e in service.events(j.id)]
         assert any(e.dst is JobState.ADMITTED and "admitted by kueue on" in e.reason for e in events), events
-        assert all(service.estimated_start(j) is None for j in jobs)
+        assert all(asyncio.run(service.estimated_start(j)) is None for j in jobs)
     finally:
         service.backend.close()
 

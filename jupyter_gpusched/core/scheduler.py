@@ -412,11 +412,17 @@ class Scheduler:
         job = self.get(job_id)
         if job.state is not JobState.QUEUED:
             return None
+        start = self.lookahead(now).start_of(job_id)
+        return None if start is None else max(now, start)
+
+    def lookahead(self, now: float) -> Lookahead:
+        """The forward run that answers `estimate_start` at `now`: made (the copy taken) here, run on
+        as far as questions need. It is independent of this scheduler once made, so a driver may run
+        it in another thread (the service does: a long run must not hold up its event loop)."""
         key = (self._changes, math.floor(now / LOOKAHEAD_REUSE_S))
         if self._lookahead is None or self._lookahead[0] != key:
             self._lookahead = (key, Lookahead(self, now))
-        start = self._lookahead[1].start_of(job_id)
-        return None if start is None else max(now, start)
+        return self._lookahead[1]
 
     def queues_view(self) -> dict[str, dict]:
         zero = dict(queued=0, queued_gpus=0, running=0, interactive_queued=0, interactive_running=0)

@@ -207,8 +207,9 @@ class GPUKernelProvisioner(LocalProvisioner):
         service = self._settings().service
         assert service is not None and self.job_id is not None
         while True:
+            start = await service.estimated_start(service.get(self.job_id))
             job = service.get(self.job_id)
-            where = waiting(service.scheduler, job, service.clock())
+            where = waiting(service.scheduler, job, start, service.clock())
             if where.message != self.status:
                 self.status = where.message
                 self.log.info("kernel %s: %s", self.kernel_id, where.message)

@@ -9,10 +9,11 @@ from ..service import JobInfo, Service
 from ..service.notify_targets import targets_from_dicts
 from ..service.views import iso
 
-__all__ = ["iso", "job_json", "pipeline_json"]
+__all__ = ["iso", "job_detail_json", "job_json", "pipeline_json"]
 
 
-def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
+def job_json(service: Service, job) -> dict[str, Any]:
+    """A job as the list shows it."""
     s = job.spec
     info = service.info.get(job.id)
     out: dict[str, Any] = {
@@ -44,24 +45,33 @@ def job_json(service: Service, job, detail: bool = False) -> dict[str, Any]:
         "pipeline_id": s.pipeline_id,
         "schedule_id": s.schedule_id,
     }
-    if detail:
-        out["parameters"] = dict(s.parameters)
-        out["max_retries"] = s.max_retries
-        out["gpu_type"] = s.gpu_type
-        out["cpus"] = s.cpus
-        out["memory"] = s.memory
-        out["position"] = service.position(job) if job.state is JobState.QUEUED else None
-        out["estimated_start"] = iso(service.estimated_start(job)) if job.state is JobState.QUEUED else None
-        out["stall_timeout"] = info.stall_timeout if info is not None else None
-        out["checkpoint_interval"] = s.checkpoint_interval
-        out["notify"] = [t.public() for t in targets_from_dicts(info.notify if info is not None else None)]
-        out["notified"] = list(info.notified) if info is not None else []
-        out["activity"] = info.activity if info is not None else None
-        out["gpu_hours"] = {
-            "allocated": round(info.gpu_s / 3600, 4) if info is not None else 0.0,
-            "idle": round(info.idle_gpu_s / 3600, 4) if info is not None else 0.0,
-            "waiting_on_data": round(info.data_wait_gpu_s / 3600, 4) if info is not None else 0.0,
-        }
+    return out
+
+
+def job_detail_json(service: Service, job, start: float | None) -> dict[str, Any]:
+    """A job as its own page shows it: the list's fields and the rest. `start` is its estimated start,
+    awaited first (`Service.estimated_start` runs off the event loop, and the job may move meanwhile)."""
+    s = job.spec
+    info = service.info.get(job.id)
+    queued = job.state is JobState.QUEUED
+    out = job_json(service, job)
+    out["parameters"] = dict(s.parameters)
+    out["max_retries"] = s.max_retries
+    out["gpu_type"] = s.gpu_type
+    out["cpus"] = s.cpus
+    out["memory"] = s.memory
+    out["position"] = service.position(job) if queued else None
+    out["estimated_start"] = iso(start) if queued else None
+    out["stall_timeout"] = info.stall_timeout if info is not None else None
+    out["checkpoint_interval"] = s.checkpoint_interval
+    out["notify"] = [t.public() for t in targets_from_dicts(info.notify if info is not None else None)]
+    out["notified"] = list(info.notified) if info is not None else []
+    out["activity"] = info.activity if info is not None else None
+    out["gpu_hours"] = {
+        "allocated": round(info.gpu_s / 3600, 4) if info is not None else 0.0,
+        "idle": round(info.idle_gpu_s / 3600, 4) if info is not None else 0.0,
+        "waiting_on_data": round(info.data_wait_gpu_s / 3600, 4) if info is not None else 0.0,
+    }
     return out
 
 

@@ -9,7 +9,6 @@ allocation and cancels the request when the kernel shuts down, which frees the G
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -48,12 +47,11 @@ class Waiting:
         return f"waiting for a GPU: {where}"
 
 
-def waiting(scheduler: Scheduler, job: Job, now: float) -> Waiting:
-    position = scheduler.position(job.id) if job.state is JobState.QUEUED else None
-    eta = None
-    if job.state is JobState.QUEUED:
-        start = scheduler.estimate_start(job.id, now)
-        eta = None if start is None or math.isinf(start) else max(0.0, start - now)
+def waiting(scheduler: Scheduler, job: Job, start: float | None, now: float) -> Waiting:
+    """Where a kernel's request stands; `start` is its estimated start (`Service.estimated_start`)."""
+    queued = job.state is JobState.QUEUED
+    position = scheduler.position(job.id) if queued else None
+    eta = max(0.0, start - now) if queued and start is not None else None
     gpu_ids = tuple(g for _, ids in job.allocation for g in ids)
     return Waiting(job.state, None if position is None else position + 1, eta, gpu_ids, job.reason)
 

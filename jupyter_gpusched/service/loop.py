@@ -26,6 +26,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,7 @@ class Service(ServiceViews, Pipelines):
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop `run` is on, for wake-ups from threads
         self.kills = Kills(backend, self._wake_threadsafe)
+        self.estimator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpusched-estimates")
         self.standby: str | None = None  # why this service does not schedule: another one owns the store
         self._build()
         if self.store.claim(config.data_dir):
@@ -260,6 +262,7 @@ class Service(ServiceViews, Pipelines):
         if self.standby is None:
             self.notices.settle()  # record what was delivered, so the next start does not send it again
         self.notices.close()
+        self.estimator.shutdown(wait=False, cancel_futures=True)  # a forward run left works on a copy only
         self.store.close()  # and with it the claim: a standby may take over
 
     async def run(self) -> None:

@@ -6,14 +6,16 @@ apart so the loop stays about scheduling.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..backends.base import Backend, log_path, output_path
-from ..core import Job, Scheduler
+from ..core import Job, JobState, Scheduler
 from ..store import Store
 from .budgets import Budgets
 from .errors import JobNotFound
@@ -34,6 +36,7 @@ class ServiceViews:
     jobs_dir: Path
     clock: Callable[[], float]
     budgets: Budgets
+    estimator: ThreadPoolExecutor  # one thread: the forward runs of `estimated_start`
 
     def get(self, job_id: str) -> Job:
         job = self.scheduler.jobs.get(job_id)
@@ -74,11 +77,17 @@ class ServiceViews:
             return None if status is None else status[0]
         return self.scheduler.position(job.id)
 
-    def estimated_start(self, job: Job) -> float | None:
-        if self.backend.admission != "core":
+    async def estimated_start(self, job: Job) -> float | None:
+        """When a queued job should start (`Scheduler.estimate_start`), without holding up the event
+        loop: the copy of the scheduler is taken here, on the loop, where nothing changes it meanwhile;
+        the forward run, up to seconds on a loaded cluster, goes on in the estimates thread. One
+        thread: a run is resumed by the next question, so two must not run it at once."""
+        if self.backend.admission != "core" or job.state is not JobState.QUEUED:
             return None  # when another system admits, we cannot tell
-        est = self.scheduler.estimate_start(job.id, self.clock())
-        return None if est is None or math.isinf(est) else est
+        now = self.clock()
+        run = self.scheduler.lookahead(now)
+        start = await asyncio.get_running_loop().run_in_executor(self.estimator, run.start_of, job.id)
+        return None if start is None or math.isinf(start) else max(now, start)
 
     def usage(self, minutes: int, tenant: str | None = None) -> dict[str, Any]:
         """GPU demand history over the last `minutes`, as aligned per-tenant series."""

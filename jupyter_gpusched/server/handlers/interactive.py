@@ -9,7 +9,7 @@ from ...core import Job, JobState
 from ...core.idle import IdleAction, IdleClock
 from ...service.interactive import KernelIdleWatch, kernel_usage, waiting
 from ..base import GPUSchedHandler, api_errors
-from ..serialize import job_json
+from ..serialize import job_detail_json
 from ..validation import ApiError, parse_json_object
 
 
@@ -35,10 +35,11 @@ class KernelRequestHandler(KernelRequestMixin):
         """The kernel's latest request: its job, and the line the lab shows while the kernel waits."""
         service = self.service
         job = self.request_or_404(kernel_id)
-        where = waiting(service.scheduler, job, service.clock())
+        start = await service.estimated_start(job)
+        where = waiting(service.scheduler, job, start, service.clock())
         self.finish(
             {
-                "job": job_json(service, job, detail=True),
+                "job": job_detail_json(service, job, start),
                 "message": where.message,
                 "position": where.position,
                 "eta_seconds": where.eta_seconds,

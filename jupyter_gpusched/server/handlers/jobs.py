@@ -9,7 +9,7 @@ from tornado import web
 from ...core import JobState
 from ..base import GPUSchedHandler, api_errors
 from ..job_query import check_sort, match_text, sort_jobs
-from ..serialize import iso, job_json
+from ..serialize import iso, job_detail_json, job_json
 from ..streaming import file_size, send_file, start_range
 from ..validation import ApiError, check_gpu_type, parse_json_object, parse_submit, resolve_notebook
 
@@ -84,7 +84,7 @@ class JobsHandler(GPUSchedHandler):
         job = self.service.submit(owner=self.user_name, **args)
         self.set_status(201)
         self.set_header("Location", url_path_join(self.base_url, "gpusched/api/jobs", job.id))
-        self.finish(job_json(self.service, job, detail=True))
+        self.finish(job_detail_json(self.service, job, await self.service.estimated_start(job)))
 
 
 class JobHandler(GPUSchedHandler):
@@ -92,7 +92,8 @@ class JobHandler(GPUSchedHandler):
     @authorized
     @api_errors
     async def get(self, job_id: str):
-        self.finish(job_json(self.service, self.job_or_404(job_id), detail=True))
+        job = self.job_or_404(job_id)
+        self.finish(job_detail_json(self.service, job, await self.service.estimated_start(job)))
 
     @web.authenticated
     @authorized
@@ -104,7 +105,7 @@ class JobHandler(GPUSchedHandler):
         watch = self.service.kernel_watches.get(job_id)  # a GPU kernel's server giving back reclaimed GPUs
         why = f" ({watch.reason})" if watch is not None and watch.reason else ""
         self.service.cancel(job_id, actor=self.user_name + why)
-        self.finish(job_json(self.service, job, detail=True))
+        self.finish(job_detail_json(self.service, job, await self.service.estimated_start(job)))
 
 
 class JobEventsHandler(GPUSchedHandler):
