@@ -188,9 +188,15 @@ def main() -> None:
     sc = dataclasses.replace(load_scenario(args.scenario), estimates=args.estimates)
     samples: list[Sample] = []
     passes: list[int] = []
-    longest: list[tuple[int, Scheduler, str, float]] = []
+    at_longest: list[tuple[int, Scheduler, str, float]] = []
     res = run_policy(
-        sc, args.policy, simulation=SampledSimulation, every=args.every, samples=samples, passes=passes, longest=longest
+        sc,
+        args.policy,
+        simulation=SampledSimulation,
+        every=args.every,
+        samples=samples,
+        passes=passes,
+        longest=at_longest,
     )
     first = {r.id: r.first_start for r in res.jobs}
     started = [(jid, t, a, c, cpu, q) for jid, t, a, c, cpu, q in samples if first.get(jid) is not None]
@@ -217,8 +223,8 @@ def main() -> None:
             f"lookahead passes per call: median {statistics.median(passes):.0f}, "
             f"p90 {passes[int(0.9 * (len(passes) - 1))]}, most {passes[-1]} (of {MAX_PASSES})"
         )
-    if args.loop_stall and longest:
-        queued, s, job_id, t = longest[0]
+    if args.loop_stall and at_longest:
+        queued, s, job_id, t = at_longest[0]
         print(f"one estimate at the longest queue sampled ({queued} jobs queued):")
         loop_stall(s, job_id, t)
 

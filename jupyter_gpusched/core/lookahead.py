@@ -117,11 +117,14 @@ class Lookahead:
 
 
 def fork(s: Scheduler) -> Scheduler:
-    """A copy of `s` to run forward without touching it. Jobs that have ended and every job's
-    spec (frozen; a change replaces it) are shared, not copied: a long history costs nothing."""
-    memo: dict[int, object | None] = {id(s.events): [], id(s._lookahead): None}  # not a copy of the last run
-    for j in s.jobs.values():
-        memo[id(j.spec)] = j.spec
+    """A copy of `s` to run forward without touching it. Jobs that have ended are shared, not
+    copied, and the table of jobs is copied here in one go: a long history costs little. (A job's
+    own copy is field by field, its spec shared: `Job.__deepcopy__`.)"""
+    jobs: dict[str, Job] = {}
+    memo: dict[int, object] = {id(s.events): [], id(s._lookahead): None, id(s.jobs): jobs}  # not the last run
+    for job_id, j in s.jobs.items():
         if j.state.terminal:
-            memo[id(j)] = j
+            jobs[job_id] = j
+        else:
+            jobs[job_id] = memo[id(j)] = copy.deepcopy(j)
     return copy.deepcopy(s, memo)
