@@ -17,8 +17,8 @@ share that promised a start within an hour to a job that waited more than six; t
 on the samples both estimate; and the CPU time of one `lookahead` call (a fresh forward run each:
 median, worst) against the queue's length.
 
-`--loop-stall` then asks again at the sample with the longest queue, on a copy of the scheduler
-as it was there, inside an asyncio event loop with a 10 ms ticker on it: once on the loop
+`--loop-stall` then asks again at the sample whose forward run took the most passes, on a copy
+of the scheduler as it was there, inside an asyncio event loop with a 10 ms ticker on it: once on the loop
 (`Scheduler.estimate_start`, as the server did before) and once as the server does now
 (`ServiceViews.estimated_start`: the copy taken on the loop, the forward run in a thread). It
 prints the longest the ticker was held up and the wall time of each (median of 3, alternated).
@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import functools
 import math
 import statistics
 import time
@@ -76,15 +77,16 @@ Sample = tuple[str, float, float | None, float | None, float, int]
 class SampledSimulation(Simulation):
     """A replay that takes both estimates for every `every`-th arrival still queued after its pass."""
 
-    def __init__(self, *args, every: int, samples: list[Sample], passes: list[int], longest: list, **kw) -> None:
+    def __init__(self, *args, every: int, samples: list[Sample], passes: list[int], costliest: list | None, **kw):
         super().__init__(*args, **kw)
         self.every = every
         self._arrived = 0
         self._due: list[str] = []
         self.samples = samples  # filled as the replay goes
         self.passes = passes  # scheduling passes each forward run took
-        # [(queue length, a copy of the scheduler, job id, time)] at the longest queue sampled
-        self.longest: list[tuple[int, Scheduler, str, float]] = longest
+        # [((passes, queue length), a copy of the scheduler as it was, job id, time)] of the forward run
+        # with the most passes; None: no copies taken
+        self.costliest: list[tuple[tuple[int, int], Scheduler, str, float]] | None = costliest
 
     def _on_arrive(self, job_id: str, b, t: float) -> bool:
         self._arrived += 1
@@ -97,13 +99,17 @@ class SampledSimulation(Simulation):
         s = self.scheduler
         for job_id in self._due:
             if job_id in s.queue:
-                if not self.longest or len(s.queue) > self.longest[0][0]:
-                    self.longest[:] = [(len(s.queue), fork(s), job_id, t)]
+                before = fork(s) if self.costliest is not None else None
                 c0 = time.process_time()
                 ahead = s.estimate_start(job_id, t)
                 cpu = time.process_time() - c0
                 run = s._lookahead[1] if s._lookahead is not None else None
-                self.passes.append(MAX_PASSES - run.passes_left if run is not None else 0)
+                passes = MAX_PASSES - run.passes_left if run is not None else 0
+                self.passes.append(passes)
+                work = (passes, len(s.queue))  # (not its CPU time: a collection of garbage can land in any)
+                if before is not None and self.costliest is not None:
+                    if not self.costliest or work > self.costliest[0][0]:
+                        self.costliest[:] = [(work, before, job_id, t)]
                 self.samples.append((job_id, t, ahead, count_estimate(s, job_id, t), cpu, len(s.queue)))
         self._due = []
 
@@ -151,23 +157,23 @@ async def held_up(ask) -> tuple[float, float]:
 
 
 def loop_stall(s: Scheduler, job_id: str, t: float, repeats: int = 3) -> None:
-    """The event loop held up by one estimate, on the loop and as the server asks now (a fresh copy each)."""
+    """The event loop held up by one estimate, on the loop and as the server asks now; each on a fresh
+    copy of `s` made beforehand (so with no forward run to reuse)."""
     executor = ThreadPoolExecutor(max_workers=1)
     results: dict[str, list[tuple[float, float]]] = {"on the loop": [], "server (thread)": []}
     answers = set()
 
-    async def on_loop() -> None:
-        answers.add(fork(s).estimate_start(job_id, t))
+    async def on_loop(copy: Scheduler) -> None:
+        answers.add(copy.estimate_start(job_id, t))
 
-    async def in_thread() -> None:
-        copy = fork(s)
+    async def in_thread(copy: Scheduler) -> None:
         views = SimpleNamespace(backend=SimpleNamespace(admission="core"), clock=lambda: t, scheduler=copy)
         views.estimator = executor
         answers.add(await ServiceViews.estimated_start(views, copy.get(job_id)))  # type: ignore[arg-type]
 
     for _ in range(repeats):
-        results["on the loop"].append(asyncio.run(held_up(on_loop)))
-        results["server (thread)"].append(asyncio.run(held_up(in_thread)))
+        for name, ask in (("on the loop", on_loop), ("server (thread)", in_thread)):
+            results[name].append(asyncio.run(held_up(functools.partial(ask, fork(s)))))
     executor.shutdown()
     for name, rows in results.items():
         print(
@@ -183,12 +189,12 @@ def main() -> None:
     ap.add_argument("--policy", default="dynamic")
     ap.add_argument("--estimates", choices=("learned", "exact"), default="learned")
     ap.add_argument("--every", type=int, default=25, help="sample every N-th arriving job (default 25)")
-    ap.add_argument("--loop-stall", action="store_true", help="then time one estimate at the longest queue")
+    ap.add_argument("--loop-stall", action="store_true", help="then time the costliest estimate on an event loop")
     args = ap.parse_args()
     sc = dataclasses.replace(load_scenario(args.scenario), estimates=args.estimates)
     samples: list[Sample] = []
     passes: list[int] = []
-    at_longest: list[tuple[int, Scheduler, str, float]] = []
+    costliest: list[tuple[tuple[int, int], Scheduler, str, float]] | None = [] if args.loop_stall else None
     res = run_policy(
         sc,
         args.policy,
@@ -196,7 +202,7 @@ def main() -> None:
         every=args.every,
         samples=samples,
         passes=passes,
-        longest=at_longest,
+        costliest=costliest,
     )
     first = {r.id: r.first_start for r in res.jobs}
     started = [(jid, t, a, c, cpu, q) for jid, t, a, c, cpu, q in samples if first.get(jid) is not None]
@@ -223,9 +229,9 @@ def main() -> None:
             f"lookahead passes per call: median {statistics.median(passes):.0f}, "
             f"p90 {passes[int(0.9 * (len(passes) - 1))]}, most {passes[-1]} (of {MAX_PASSES})"
         )
-    if args.loop_stall and at_longest:
-        queued, s, job_id, t = at_longest[0]
-        print(f"one estimate at the longest queue sampled ({queued} jobs queued):")
+    if costliest:
+        (passes, _), s, job_id, t = costliest[0]
+        print(f"the costliest estimate again ({passes} passes, {len(s.queue)} jobs queued, {len(s.active)} running):")
         loop_stall(s, job_id, t)
 
 
