@@ -124,7 +124,7 @@ def fork(s: Scheduler) -> Scheduler:
     memo: dict[int, object] = {id(s.events): [], id(s._lookahead): None, id(s.jobs): jobs}  # not the last run
     for job_id, j in s.jobs.items():
         if j.state.terminal:
-            jobs[job_id] = j
+            jobs[job_id] = memo[id(j)] = j  # (the policy's state may hold ended jobs too)
         else:
             jobs[job_id] = memo[id(j)] = copy.deepcopy(j)
     return copy.deepcopy(s, memo)

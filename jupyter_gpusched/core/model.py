@@ -7,6 +7,7 @@ in by the driver: the live service passes wall-clock time, the simulator a virtu
 from __future__ import annotations
 
 import enum
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -178,10 +179,7 @@ class Job:
         """Every field holds a value nobody changes in place (numbers, strings, tuples, the frozen
         spec): a field-by-field copy is a deep one, and a copy of the scheduler (core/lookahead.py)
         copies hundreds of jobs per estimate."""
-        new = Job.__new__(Job)
-        for name in _JOB_FIELDS:
-            object.__setattr__(new, name, getattr(self, name))
-        return new
+        return Job(*_job_fields(self))
 
     @property
     def gpus(self) -> int:
@@ -196,7 +194,7 @@ class Job:
         return tuple(node for node, _ in self.allocation)
 
 
-_JOB_FIELDS = tuple(f.name for f in fields(Job))
+_job_fields = operator.attrgetter(*(f.name for f in fields(Job)))  # every field, in the constructor's order
 
 
 def attained_now(job: Job, now: float) -> float:

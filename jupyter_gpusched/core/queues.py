@@ -14,6 +14,7 @@ and closed, so it reaches the head of its queue; the head is then given a reserv
 from __future__ import annotations
 
 import bisect
+import copy
 import heapq
 import math
 from collections.abc import Callable, Collection, Hashable, Iterator
@@ -95,6 +96,47 @@ class JobQueue:
         # (the group lists, a heap of their heads) for GroupedWalk: kept until a group list
         # changes, so the walks of passes that started nothing do not build it again
         self._heads: tuple[list, list] | None = None
+
+    def __deepcopy__(self, memo: dict) -> JobQueue:
+        """A copy for core/lookahead.py's fork, built here: the generic deep copy would copy every
+        entry's key tuple too (most of a fork's time with thousands queued). Keys, groups and
+        counts are immutable values and shared; entries, lists and jobs are new, with the same
+        sharing between `_entries`, `_entry`, the group lists and `_heads` as here."""
+        new = JobQueue.__new__(JobQueue)
+        memo[id(self)] = new
+        made: dict[int, tuple[tuple, int, Job]] = {}
+
+        def entry(e: tuple[tuple, int, Job]) -> tuple[tuple, int, Job]:
+            got = made.get(id(e))
+            if got is None:
+                got = made[id(e)] = (e[0], e[1], copy.deepcopy(e[2], memo))
+            return got
+
+        lists: dict[int, list] = {}
+
+        def members(old: list) -> list:
+            got = lists.get(id(old))
+            if got is None:
+                got = lists[id(old)] = [entry(e) for e in old]
+            return got
+
+        new.key, new.group = self.key, self.group
+        new._groups = {g: members(m) for g, m in self._groups.items()}
+        new._group_of = dict(self._group_of)
+        new._entry = {job_id: entry(e) for job_id, e in self._entry.items()}
+        new._entries = members(self._entries)
+        new._token = dict(self._token)
+        new._next_token = self._next_token
+        new._walks = self._walks
+        new._tenants = dict(self._tenants)
+        new._kinds = dict(self._kinds)
+        new._kind_of = dict(self._kind_of)
+        if self._heads is None:
+            new._heads = None
+        else:
+            heads, heap = self._heads
+            new._heads = ([members(m) for m in heads], [(entry(e), gi, i) for e, gi, i in heap])
+        return new
 
     def __len__(self) -> int:
         return len(self._token)

@@ -30,6 +30,7 @@ numbering of docs/scheduling.md, which explains each rule at length.)
 
 from __future__ import annotations
 
+import copy
 import enum
 import math
 from functools import partial
@@ -56,8 +57,20 @@ class _Again(enum.Enum):
     PAUSE = "a pause freed more than its job took: jobs before it may take the rest"
 
 
+_NO_EXCLUDED_MEMO: tuple = (None, None, frozenset(), {})
+
+
 @register("dynamic")
 class DynamicPolicy(Policy):
+    def __deepcopy__(self, memo: dict) -> DynamicPolicy:
+        """A copy (core/lookahead.py's fork) leaves out the memo of excluded nodes: it is rebuilt at
+        the copy's first pass, and copying its thousands of node sets was a third of a fork."""
+        new = self.__class__.__new__(self.__class__)
+        memo[id(self)] = new
+        for name, value in self.__dict__.items():
+            setattr(new, name, _NO_EXCLUDED_MEMO if name == "_excluded_memo" else copy.deepcopy(value, memo))
+        return new
+
     def __init__(self) -> None:
         self._reservations: dict[str, tuple[str, ...]] = {}  # queued job id -> nodes held for it
         self._shadow: dict[str, tuple[str, float]] = {}
@@ -65,7 +78,7 @@ class DynamicPolicy(Policy):
         self._holding: set[str] = set()  # reservations holding their nodes: once they do, until they end
         # (shadow, now, its owners, {estimate: excluded nodes}): for jobs owning no reservation
         # the answer depends only on the estimate, so a pass computes it once per estimate
-        self._excluded_memo: tuple = (None, None, set(), {})
+        self._excluded_memo: tuple = _NO_EXCLUDED_MEMO
         self._blocked_new: dict[str, int] = {}
         # tenant -> (size, interactive) -> Admission: most visits only classify a job and move on, so
         # a verdict is kept for the pass until a usage changes (a start clears its tenant's, a
