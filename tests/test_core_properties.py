@@ -33,6 +33,7 @@ from jupyter_gpusched.core import (
     Tenant,
     policy_names,
 )
+from jupyter_gpusched.core.lookahead import fork
 from jupyter_gpusched.core.policies.dynamic import DynamicPolicy
 from jupyter_gpusched.core.queues import starvation_bound
 from jupyter_gpusched.core.quotas import Admission, QuotaLedger
@@ -289,14 +290,22 @@ def check_history(s: Scheduler) -> None:
 
 
 def play(policy, nodes, tenants, ops, check=True, estimate=True):
+    """Apply `ops` to a new scheduler. With `estimate`, each "estimate" also goes on with a copy of the
+    scheduler (`fork`, what an estimate runs forward), so a copy that lost or shared any state shows as
+    a different transcript; `s.events` then holds every event, the originals' too."""
     s = build(nodes, tenants, policy)
     now = 0.0
     transcript = []
+    earlier: list = []  # the events of the schedulers left behind
     for op in ops:
         now, what = apply(s, op, now, len(tenants), estimate)
         transcript.append(what)
+        if estimate and op[0] == "estimate":
+            earlier += s.events
+            s = fork(s)
         if check:
             check_invariants(s)
+    s.events[:0] = earlier
     if check:
         check_history(s)
     return s, transcript
@@ -307,7 +316,8 @@ def play(policy, nodes, tenants, ops, check=True, estimate=True):
 @given(nodes=nodes_st, tenants=tenants_st, ops=ops_st)
 def test_books_balance_and_replay_is_identical(policy, nodes, tenants, ops):
     """... and the same without the estimated starts asked on the way: the policy run forward on a copy
-    (core/lookahead.py) leaves the scheduler, its policy's state included, as it was."""
+    (core/lookahead.py) leaves the scheduler, its policy's state included, as it was; and the copy goes on
+    as the original would."""
     s1, t1 = play(policy, nodes, tenants, ops)
     s2, t2 = play(policy, nodes, tenants, ops, check=False, estimate=False)
     assert t1 == t2
