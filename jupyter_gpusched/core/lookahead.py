@@ -54,6 +54,12 @@ class Lookahead:
                 self.sim.started(j.id, now)
             self._run(j.id)
 
+    def estimate(self, job_id: str, now: float) -> float | None:
+        """`job_id`'s estimated start as asked at `now` (the run may have been made up to a minute
+        before): when the copy starts it, never before `now`; None if it does not within its passes."""
+        start = self.start_of(job_id)
+        return None if start is None else max(now, start)
+
     def start_of(self, job_id: str) -> float | None:
         """When the copy starts `job_id`; None if it does not within its passes."""
         sim, ends, checkpoints = self.sim, self._ends, self._checkpoints

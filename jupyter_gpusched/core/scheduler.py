@@ -412,8 +412,7 @@ class Scheduler:
         job = self.get(job_id)
         if job.state is not JobState.QUEUED:
             return None
-        start = self.lookahead(now).start_of(job_id)
-        return None if start is None else max(now, start)
+        return self.lookahead(now).estimate(job_id, now)
 
     def lookahead(self, now: float) -> Lookahead:
         """The forward run that answers `estimate_start` at `now`: made (the copy taken) here, run on

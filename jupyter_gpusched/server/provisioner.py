@@ -208,7 +208,7 @@ class GPUKernelProvisioner(LocalProvisioner):
         assert service is not None and self.job_id is not None
         while True:
             start = await service.estimated_start(service.get(self.job_id))
-            job = service.get(self.job_id)
+            job = service.get(self.job_id)  # as it is now: it may have moved while the estimate ran
             where = waiting(service.scheduler, job, start, service.clock())
             if where.message != self.status:
                 self.status = where.message

@@ -7,7 +7,6 @@ apart so the loop stays about scheduling.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -83,11 +82,10 @@ class ServiceViews:
         the forward run, up to seconds on a loaded cluster, goes on in the estimates thread. One
         thread: a run is resumed by the next question, so two must not run it at once."""
         if self.backend.admission != "core" or job.state is not JobState.QUEUED:
-            return None  # when another system admits, we cannot tell
+            return None  # (when another system admits, we cannot tell)
         now = self.clock()
         run = self.scheduler.lookahead(now)
-        start = await asyncio.get_running_loop().run_in_executor(self.estimator, run.start_of, job.id)
-        return None if start is None or math.isinf(start) else max(now, start)
+        return await asyncio.get_running_loop().run_in_executor(self.estimator, run.estimate, job.id, now)
 
     def usage(self, minutes: int, tenant: str | None = None) -> dict[str, Any]:
         """GPU demand history over the last `minutes`, as aligned per-tenant series."""
